@@ -1,0 +1,320 @@
+"""The checker: every rule of DESIGN.md section 3, each error located at FILE:LINE:COL.
+
+`check(program, filename)` returns the list of errors (empty when the program is valid).
+Structural rules come first (names and scopes, ranks and dtypes, writes to inputs,
+quasi-affine indices and bounds); when they all hold, the exact rules are proved with
+islpy at the program's sizes (`poly.Model`): every access stays inside its array, and
+every element of an `out` array, a `temp` or a local is written before it is read.
+A valid program therefore never reads garbage nor touches memory outside its buffers.
+"""
+from __future__ import annotations
+
+import islpy as isl
+
+from . import ir
+from .errors import DojoError
+from .poly import Model, NotAffine, affine_text, const_value, lex_before_text, point_values
+from .printer import print_expr
+
+INT_KINDS = ("int", "idx") + ir.INT_DTYPES     # literal int, iterator/size value, int arrays
+FLOAT_FUNCS = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf")
+
+
+def check(program: ir.Program, filename: str = "<input>") -> list:
+    """All errors of the program, sorted by position; [] means valid."""
+    structure = _Structure(program)
+    errors = structure.run()
+    if not errors:
+        try:
+            errors = _exact_checks(program, structure.local_scopes)
+        except NotAffine as exc:   # the structural pass should have caught it
+            errors = [_err(exc.node, f"not affine: {exc}")]
+    errors.sort(key=lambda e: (e.line, e.col))
+    return [e.located(filename) for e in errors]
+
+
+def _err(node, message: str, fallback=None) -> DojoError:
+    loc = getattr(node, "loc", None) or getattr(fallback, "loc", None)
+    return DojoError(message, loc.line if loc else 1, loc.col if loc else 1)
+
+
+class _Structure:
+    """Names, scopes, ranks, dtypes and affinity, in one walk over the program."""
+
+    def __init__(self, program: ir.Program):
+        self.program = program
+        self.sizes = program.size_values
+        self.errors = []
+        self.declared = {}          # every declared name -> node (names are kernel-unique)
+        self.local_scopes = {}      # local name -> iterators of the loops around its block
+
+    def run(self) -> list:
+        p = self.program
+        for name, value in p.sizes:
+            self._declare(name, p)
+            if value < 1:
+                self.errors.append(_err(p, f"size {name} must be at least 1, got {value}"))
+        arrays = {}
+        for decl in p.arrays:
+            self._declare(decl.name, decl)
+            self._check_dims(decl, decl.dims)
+            arrays[decl.name] = decl
+        self._body(p.body, dict(arrays), ())
+        return self.errors
+
+    def _declare(self, name, node):
+        if name in self.declared:
+            prev = getattr(self.declared[name], "loc", None)
+            where = f" (first declared at {prev})" if prev else ""
+            self.errors.append(_err(node, f"duplicate name '{name}'{where}"))
+        else:
+            self.declared[name] = node
+
+    def _check_dims(self, node, dims):
+        for d in dims:
+            v = const_value(d, self.sizes)
+            if v is None:
+                self.errors.append(_err(d, f"dimension '{print_expr(d)}' must be an integer "
+                                           "expression of sizes and constants", node))
+            elif v < 1:
+                self.errors.append(_err(d, f"dimension '{print_expr(d)}' is {v} at these "
+                                           "sizes; it must be at least 1", node))
+
+    def _body(self, body, arrays, iterators):
+        arrays = dict(arrays)
+        for stmt in body:
+            if isinstance(stmt, ir.Local):
+                self._declare(stmt.name, stmt)
+                self._check_dims(stmt, stmt.dims)
+                arrays[stmt.name] = stmt
+                self.local_scopes[stmt.name] = iterators
+            elif isinstance(stmt, ir.Loop):
+                for bound in (stmt.lo, stmt.hi):
+                    self._affine(bound, iterators, stmt, allow_minmax=True)
+                if len(set(stmt.annotations)) != len(stmt.annotations):
+                    self.errors.append(_err(stmt, f"loop '{stmt.iterator}' repeats an annotation"))
+                self._declare(stmt.iterator, stmt)
+                self._body(stmt.body, arrays, iterators + (stmt.iterator,))
+            else:
+                self._assign(stmt, arrays, iterators)
+
+    def _affine(self, expr, iterators, stmt, allow_minmax=False) -> bool:
+        for node in ir.walk_expr(expr):
+            if isinstance(node, ir.Var) and node.name not in iterators and node.name not in self.sizes:
+                self.errors.append(_err(node, f"unknown name '{node.name}'", stmt))
+                return False
+        try:
+            affine_text(expr, self.sizes, iterators, allow_minmax=allow_minmax)
+        except NotAffine as exc:
+            what = "bound" if allow_minmax else "index"
+            self.errors.append(_err(exc.node or expr, f"non-affine {what} "
+                                    f"'{print_expr(expr)}': {exc}", stmt))
+            return False
+        return True
+
+    def _access(self, acc, arrays, iterators, stmt) -> bool:
+        decl = arrays.get(acc.array)
+        if decl is None:
+            if acc.array in self.declared and isinstance(self.declared[acc.array], ir.Local):
+                msg = f"local '{acc.array}' is not in scope here"
+            else:
+                msg = f"unknown array '{acc.array}'"
+            self.errors.append(_err(acc, msg, stmt))
+            return False
+        if len(acc.indices) != len(decl.dims):
+            n, r = len(acc.indices), len(decl.dims)
+            self.errors.append(_err(acc, f"'{acc.array}' has rank {r} but is indexed with {n} "
+                                         f"ind{'ex' if n == 1 else 'ices'}", stmt))
+            return False
+        return all(self._affine(i, iterators, stmt) for i in acc.indices)
+
+    def _assign(self, stmt, arrays, iterators):
+        tgt = stmt.target
+        if not self._access(tgt, arrays, iterators, stmt):
+            return
+        decl = arrays[tgt.array]
+        if isinstance(decl, ir.ArrayDecl) and decl.kind == "in":
+            self.errors.append(_err(tgt, f"cannot write to '{tgt.array}': it is declared 'in'", stmt))
+        kind = self._type(stmt.value, arrays, iterators, stmt)
+        if kind is not None:
+            self._store(kind, decl.dtype, stmt)
+
+    def _store(self, kind, dtype, stmt):
+        if kind == "bool":
+            self.errors.append(_err(stmt.value, "a comparison is not a value: use select(cond, a, b)", stmt))
+        elif kind in ir.DTYPES and kind != dtype:
+            self.errors.append(_err(stmt.value, f"dtype mismatch: storing {kind} into "
+                                                f"'{stmt.target.array}' of dtype {dtype}", stmt))
+        elif kind == "float" and dtype in ir.INT_DTYPES:
+            self.errors.append(_err(stmt.value, f"dtype mismatch: storing a float into "
+                                                f"'{stmt.target.array}' of dtype {dtype}", stmt))
+
+    def _type(self, expr, arrays, iterators, stmt):
+        """The kind of a value expression: a dtype, 'int'/'float' literal, 'idx' or 'bool';
+        None after reporting an error."""
+        if isinstance(expr, ir.Const):
+            return "int" if isinstance(expr.value, int) else "float"
+        if isinstance(expr, ir.Var):
+            if expr.name in iterators or expr.name in self.sizes:
+                return "idx"
+            decl = arrays.get(expr.name)
+            if decl is not None:
+                self.errors.append(_err(expr, f"'{expr.name}' has rank {len(decl.dims)}: index it as "
+                                              f"{expr.name}[{', '.join('...' for _ in decl.dims)}]", stmt))
+            elif expr.name in self.declared and isinstance(self.declared[expr.name], ir.Loop):
+                self.errors.append(_err(expr, f"iterator '{expr.name}' is not in scope here", stmt))
+            elif expr.name in self.declared and isinstance(self.declared[expr.name], ir.Local):
+                self.errors.append(_err(expr, f"local '{expr.name}' is not in scope here", stmt))
+            else:
+                self.errors.append(_err(expr, f"unknown name '{expr.name}'", stmt))
+            return None
+        if isinstance(expr, ir.Access):
+            if not self._access(expr, arrays, iterators, stmt):
+                return None
+            return arrays[expr.array].dtype
+        if isinstance(expr, ir.Neg):
+            k = self._type(expr.operand, arrays, iterators, stmt)
+            if k == "bool":
+                self.errors.append(_err(expr, "cannot negate a comparison", stmt))
+                return None
+            return k
+        if isinstance(expr, ir.BinOp):
+            a = self._type(expr.lhs, arrays, iterators, stmt)
+            b = self._type(expr.rhs, arrays, iterators, stmt)
+            if a is None or b is None:
+                return None
+            if expr.op in ir.COMPARE_OPS:
+                return None if self._combine(a, b, expr, stmt) is None else "bool"
+            k = self._combine(a, b, expr, stmt)
+            if k is None:
+                return None
+            if expr.op in ("//", "%") and k not in INT_KINDS:
+                self.errors.append(_err(expr, f"'{expr.op}' needs integer operands, got {k}", stmt))
+                return None
+            if expr.op == "/" and k in INT_KINDS:
+                self.errors.append(_err(expr, "'/' on integers: use '//' for integer division "
+                                              "or a float constant such as 1.0", stmt))
+                return None
+            return k
+        if isinstance(expr, ir.Call):
+            kinds = [self._type(a, arrays, iterators, stmt) for a in expr.args]
+            if None in kinds:
+                return None
+            if expr.func == "select":
+                if kinds[0] != "bool":
+                    self.errors.append(_err(expr, "select() needs a comparison as its first argument", stmt))
+                    return None
+                return self._combine(kinds[1], kinds[2], expr, stmt)
+            k = kinds[0] if len(kinds) == 1 else self._combine(kinds[0], kinds[1], expr, stmt)
+            if k is None:
+                return None
+            if expr.func in FLOAT_FUNCS + ("pow",):
+                if k in ir.INT_DTYPES:
+                    self.errors.append(_err(expr, f"{expr.func}() needs a float argument, got {k}", stmt))
+                    return None
+                return k if k in ir.FLOAT_DTYPES else "float"
+            return k
+        return None
+
+    def _combine(self, a, b, expr, stmt):
+        if "bool" in (a, b):
+            self.errors.append(_err(expr, "a comparison is not a number: use select(cond, a, b)", stmt))
+            return None
+        da = a if a in ir.DTYPES else None
+        db = b if b in ir.DTYPES else None
+        if da and db and da != db:
+            self.errors.append(_err(expr, f"dtype mismatch: {da} and {db}", stmt))
+            return None
+        dtype = da or db
+        if dtype:
+            if dtype in ir.INT_DTYPES and "float" in (a, b):
+                self.errors.append(_err(expr, f"dtype mismatch: a float constant with {dtype}", stmt))
+                return None
+            return dtype
+        if "float" in (a, b):
+            return "float"
+        return "idx" if "idx" in (a, b) else "int"
+
+
+def _exact_checks(program: ir.Program, local_scopes: dict) -> list:
+    model = Model(program)
+    dims = {d.name: d.dims for d in program.arrays}
+    kinds = {d.name: d.kind for d in program.arrays}
+    for s in ir.walk_stmts(program.body):
+        if isinstance(s, ir.Local):
+            dims[s.name] = s.dims
+            kinds[s.name] = "local"
+    errors = []
+    for stmt in model.statements:
+        accesses = [stmt.assign.target] + [a for a in ir.walk_expr(stmt.assign.value)
+                                           if isinstance(a, ir.Access)]
+        for acc in accesses:
+            err = _bounds_error(model, stmt, acc, dims[acc.array])
+            if err:
+                errors.append(err)
+    if errors:
+        return errors
+    writers = {}
+    for stmt in model.statements:
+        writers.setdefault(stmt.assign.target.array, []).append(stmt)
+    for stmt in model.statements:
+        for acc in ir.reads(stmt.assign):
+            if kinds.get(acc.array) in ("out", "temp", "local"):
+                err = _uninitialised_read(model, stmt, acc, writers.get(acc.array, []),
+                                          local_scopes.get(acc.array))
+                if err:
+                    errors.append(err)
+    return errors
+
+
+def _where(stmt, values) -> str:
+    if not stmt.iterators:
+        return ""
+    return " (e.g. at " + ", ".join(f"{i} = {v}" for i, v in zip(stmt.iterators, values)) + ")"
+
+
+def _bounds_error(model, stmt, acc, dims):
+    idx = model.index_texts(stmt, acc)
+    for k, (text, dim) in enumerate(zip(idx, dims)):
+        extent = const_value(dim, model.sizes)
+        bad = isl.Set(f"{{ [{stmt.vars_text()}] : {model.domain_text(stmt)} and "
+                      f"({text} < 0 or {text} >= {extent}) }}")
+        if not bad.is_empty():
+            values = point_values(bad.lexmin().sample_point(), len(stmt.iterators))
+            env = dict(zip(stmt.iterators, values))
+            env.update(model.sizes)
+            value = _eval_point(acc.indices[k], env)
+            return _err(acc, f"{print_expr(acc)} can be out of bounds: {print_expr(acc.indices[k])} "
+                             f"= {value}, outside 0..{extent} (dimension {k})"
+                             f"{_where(stmt, values)}", stmt.assign)
+    return None
+
+
+def _eval_point(expr, env):
+    v = const_value(ir.substitute(expr, {n: ir.Const(x) for n, x in env.items()}), {})
+    return "?" if v is None else v
+
+
+def _uninitialised_read(model, reader, acc, writers, local_iters):
+    idx = model.index_texts(reader, acc)
+    outs = ", ".join(f"e{k}" for k in range(len(idx)))
+    eqs = "".join(f" and e{k} = {t}" for k, t in enumerate(idx))
+    read = isl.Set(f"{{ [{reader.vars_text()}{', ' if idx and reader.iterators else ''}{outs}] : "
+                   f"{model.domain_text(reader)}{eqs} }}")
+    sched_r = model.schedule_texts(reader)
+    for w in writers:
+        widx = model.index_texts(w, w.assign.target, "_w")
+        weqs = "".join(f" and e{k} = {t}" for k, t in enumerate(widx))
+        same_block = "".join(f" and v_{i}_w = v_{i}" for i in (local_iters or ()))
+        wvars = w.vars_text("_w")
+        before = lex_before_text(model.schedule_texts(w, "_w"), sched_r)
+        body = f"{model.domain_text(w, '_w')}{weqs}{same_block} and {before}"
+        cond = f"exists ({wvars} : {body})" if wvars else f"({body})"
+        covered = isl.Set(f"{{ [{reader.vars_text()}{', ' if idx and reader.iterators else ''}"
+                          f"{outs}] : {cond} }}")
+        read = read.subtract(covered)
+        if read.is_empty():
+            return None
+    values = point_values(read.lexmin().sample_point(), len(reader.iterators))
+    return _err(acc, f"{print_expr(acc)} is read before it is written{_where(reader, values)}",
+                reader.assign)

@@ -1,0 +1,242 @@
+"""The Dojo IR: immutable frozen dataclasses (DESIGN.md section 3).
+
+Every node compares by value; source locations (`loc`) are carried for error
+messages but never take part in equality or hashing, so that
+``parse(print(p)) == p`` compares meaning, not positions.
+
+Expressions
+    Const(value)              int or float literal (``inf`` is ``float('inf')``)
+    Var(name)                 a loop iterator or a size
+    Access(array, indices)    an element of an array, local or scalar (indices == ())
+    BinOp(op, lhs, rhs)       op in BINARY_OPS
+    Neg(operand)              unary minus
+    Call(func, args)          func in FUNCTIONS (``select`` included)
+
+Statements
+    Assign(target, op, value) op in ASSIGN_OPS ('=', '+=', '*=', 'max=', 'min=')
+    Loop(iterator, lo, hi, annotations, body)   half-open range lo..hi
+    Local(name, dtype, dims, space)             a buffer living in its enclosing block
+
+Program(name, sizes, arrays, body, doc)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Optional, Union
+
+DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64")
+FLOAT_DTYPES = ("f32", "f64", "f16", "bf16")
+INT_DTYPES = ("i32", "i64")
+ARRAY_KINDS = ("in", "out", "inout", "temp")
+MEMORY_SPACES = ("register", "stack", "shared")
+ASSIGN_OPS = ("=", "+=", "*=", "max=", "min=")
+REDUCTION_OPS = ("+=", "*=", "max=", "min=")
+ARITH_OPS = ("+", "-", "*", "/", "//", "%")
+COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
+BINARY_OPS = ARITH_OPS + COMPARE_OPS
+# name -> number of arguments
+FUNCTIONS = {
+    "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "erf": 1, "abs": 1,
+    "max": 2, "min": 2, "pow": 2, "select": 3,
+}
+GPU_ANNOTATIONS = tuple(f"gpu.{kind}.{axis}" for kind in ("block", "thread") for axis in "xyz")
+ANNOTATIONS = ("parallel", "vector", "unroll") + GPU_ANNOTATIONS
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A 1-based source position."""
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.line}:{self.col}"
+
+
+def _loc() -> Optional[Loc]:
+    return field(default=None, compare=False, hash=False, repr=False)
+
+
+# --------------------------------------------------------------------------- expressions
+
+@dataclass(frozen=True)
+class Const:
+    value: Union[int, float]
+    loc: Optional[Loc] = _loc()
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    loc: Optional[Loc] = _loc()
+
+
+@dataclass(frozen=True)
+class Access:
+    array: str
+    indices: tuple = ()
+    loc: Optional[Loc] = _loc()
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str
+    lhs: "Expr"
+    rhs: "Expr"
+    loc: Optional[Loc] = _loc()
+
+
+@dataclass(frozen=True)
+class Neg:
+    operand: "Expr"
+    loc: Optional[Loc] = _loc()
+
+
+@dataclass(frozen=True)
+class Call:
+    func: str
+    args: tuple
+    loc: Optional[Loc] = _loc()
+
+
+Expr = Union[Const, Var, Access, BinOp, Neg, Call]
+
+
+# --------------------------------------------------------------------------- statements
+
+@dataclass(frozen=True)
+class Assign:
+    target: Access
+    op: str
+    value: Expr
+    loc: Optional[Loc] = _loc()
+
+
+@dataclass(frozen=True)
+class Loop:
+    iterator: str
+    lo: Expr
+    hi: Expr
+    annotations: tuple = ()
+    body: tuple = ()
+    loc: Optional[Loc] = _loc()
+
+
+@dataclass(frozen=True)
+class Local:
+    name: str
+    dtype: str
+    dims: tuple = ()
+    space: Optional[str] = None
+    loc: Optional[Loc] = _loc()
+
+
+Stmt = Union[Assign, Loop, Local]
+
+
+# --------------------------------------------------------------------------- program
+
+@dataclass(frozen=True)
+class ArrayDecl:
+    kind: str            # in | out | inout | temp
+    name: str
+    dtype: str
+    dims: tuple = ()     # () is a scalar
+    loc: Optional[Loc] = _loc()
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    sizes: tuple         # ((name, default int value), ...)
+    arrays: tuple        # (ArrayDecl, ...)
+    body: tuple          # (Stmt, ...)
+    doc: tuple = ()      # leading comment lines, without the '# '
+    loc: Optional[Loc] = _loc()
+
+    @property
+    def size_values(self) -> dict:
+        return dict(self.sizes)
+
+    def array(self, name: str) -> Optional[ArrayDecl]:
+        for decl in self.arrays:
+            if decl.name == name:
+                return decl
+        return None
+
+    def with_sizes(self, overrides: dict) -> "Program":
+        """The same kernel instantiated at other sizes; unknown names raise KeyError."""
+        known = self.size_values
+        for name in overrides:
+            if name not in known:
+                raise KeyError(name)
+        sizes = tuple((n, int(overrides.get(n, v))) for n, v in self.sizes)
+        return Program(self.name, sizes, self.arrays, self.body, self.doc, self.loc)
+
+
+# --------------------------------------------------------------------------- traversal helpers
+
+def walk_expr(expr) -> Iterator:
+    """Yield expr and every sub-expression, parents first."""
+    yield expr
+    if isinstance(expr, Access):
+        for e in expr.indices:
+            yield from walk_expr(e)
+    elif isinstance(expr, BinOp):
+        yield from walk_expr(expr.lhs)
+        yield from walk_expr(expr.rhs)
+    elif isinstance(expr, Neg):
+        yield from walk_expr(expr.operand)
+    elif isinstance(expr, Call):
+        for a in expr.args:
+            yield from walk_expr(a)
+
+
+def walk_stmts(body) -> Iterator:
+    """Yield every statement of a body in textual order, loops before their bodies."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, Loop):
+            yield from walk_stmts(stmt.body)
+
+
+def loops(program_or_body) -> list:
+    body = program_or_body.body if isinstance(program_or_body, Program) else program_or_body
+    return [s for s in walk_stmts(body) if isinstance(s, Loop)]
+
+
+def assignments(program_or_body) -> list:
+    body = program_or_body.body if isinstance(program_or_body, Program) else program_or_body
+    return [s for s in walk_stmts(body) if isinstance(s, Assign)]
+
+
+def reads(stmt: Assign) -> list:
+    """Array accesses read by an assignment, the target included for reductions."""
+    found = [e for e in walk_expr(stmt.value) if isinstance(e, Access)]
+    for idx in stmt.target.indices:
+        found.extend(e for e in walk_expr(idx) if isinstance(e, Access))
+    if stmt.op != "=":
+        found.insert(0, stmt.target)
+    return found
+
+
+def map_expr(expr, fn):
+    """Rebuild expr bottom-up, replacing each node n by fn(n) (fn may return n)."""
+    if isinstance(expr, Access):
+        expr = Access(expr.array, tuple(map_expr(e, fn) for e in expr.indices), expr.loc)
+    elif isinstance(expr, BinOp):
+        expr = BinOp(expr.op, map_expr(expr.lhs, fn), map_expr(expr.rhs, fn), expr.loc)
+    elif isinstance(expr, Neg):
+        expr = Neg(map_expr(expr.operand, fn), expr.loc)
+    elif isinstance(expr, Call):
+        expr = Call(expr.func, tuple(map_expr(a, fn) for a in expr.args), expr.loc)
+    return fn(expr)
+
+
+def substitute(expr, mapping: dict):
+    """Replace Var(name) by mapping[name] (an Expr) everywhere in expr."""
+    def fn(node):
+        if isinstance(node, Var) and node.name in mapping:
+            return mapping[node.name]
+        return node
+    return map_expr(expr, fn)

@@ -1,0 +1,337 @@
+"""Text -> IR. `parse` turns Dojo IR source into a Program or raises a located DojoError.
+
+The grammar is indentation-structured (Lark's Indenter turns leading whitespace into
+_INDENT/_DEDENT tokens). Bare names are resolved after parsing: a name that is a scalar
+array or a scalar local in scope becomes Access(name, ()), `inf` becomes a constant, and
+any other bare name is a Var (an iterator or a size; the checker rejects unknown ones).
+A minus sign directly in front of a number literal is folded into the constant, so
+`-1` is Const(-1) and `-(1)` is Neg(Const(1)); the printer relies on this.
+"""
+from __future__ import annotations
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.indenter import DedentError, Indenter
+
+from . import ir
+from .errors import DojoError
+
+GRAMMAR = r"""
+start: _NL? header decl* stmt*
+header: "kernel" NAME "(" [size ("," size)*] ")" _NL
+size: NAME "=" INT
+decl: KIND NAME ":" type _NL
+type: NAME ["[" expr ("," expr)* "]"]
+?stmt: loop | local | assign
+loop: "for" NAME "in" expr RANGE expr annotation* ":" _NL _INDENT stmt+ _DEDENT
+annotation: NAME ("." NAME)*
+local: "local" NAME ":" type ["in" NAME] _NL
+assign: target ASSIGN_OP expr _NL
+target: NAME ["[" expr ("," expr)* "]"]
+?expr: sum | sum CMP_OP sum -> compare
+?sum: term | sum ADD_OP term -> binop
+?term: factor | term MUL_OP factor -> binop
+?factor: atom | NEG_NUMBER -> negative_number | "-" factor -> neg
+?atom: NUMBER -> number
+     | NAME -> name
+     | NAME "[" expr ("," expr)* "]" -> access
+     | NAME "(" [expr ("," expr)*] ")" -> call
+     | "(" expr ")"
+KIND.2: "inout" | "in" | "out" | "temp"
+RANGE: ".."
+ASSIGN_OP: "=" | "+=" | "*=" | "max=" | "min="
+CMP_OP: "<=" | ">=" | "==" | "!=" | "<" | ">"
+ADD_OP: "+" | "-"
+MUL_OP: "//" | "/" | "*" | "%"
+NUMBER: /\d+\.\d+([eE][+-]?\d+)?/ | /\d+[eE][+-]?\d+/ | /\d+/
+NEG_NUMBER: /-(\d+\.\d+([eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+|inf\b)/
+INT: /\d+/
+NAME: /[A-Za-z_][A-Za-z_0-9]*/
+COMMENT: /#[^\n]*/
+_NL: (/\r?\n[\t ]*/ | COMMENT)+
+%ignore /[\t ]+/
+%ignore /\\[\t ]*\r?\n/
+%declare _INDENT _DEDENT
+"""
+
+KEYWORDS = {"kernel", "for", "in", "local", "out", "inout", "temp", "inf"}
+
+
+class _Indenter(Indenter):
+    NL_type = "_NL"
+    OPEN_PAREN_types = ["LPAR", "LSQB"]
+    CLOSE_PAREN_types = ["RPAR", "RSQB"]
+    INDENT_type = "_INDENT"
+    DEDENT_type = "_DEDENT"
+    tab_len = 8
+
+
+_PARSER = Lark(GRAMMAR, parser="lalr", postlex=_Indenter(), propagate_positions=True,
+               maybe_placeholders=True)
+
+
+def _name(tok: Token) -> str:
+    """A declared name (kernel, size, array, local, iterator): keywords are refused."""
+    if str(tok) in KEYWORDS:
+        raise DojoError(f"'{tok}' is a keyword and cannot be used as a name", tok.line, tok.column)
+    if str(tok) in ir.FUNCTIONS:
+        raise DojoError(f"'{tok}' is a built-in function and cannot be used as a name",
+                        tok.line, tok.column)
+    return str(tok)
+
+
+def _loc(tok_or_meta) -> ir.Loc:
+    line = getattr(tok_or_meta, "line", None) or 1
+    col = getattr(tok_or_meta, "column", None) or 1
+    return ir.Loc(line, col)
+
+
+def _number(tok, negative: bool = False):
+    text = str(tok)
+    value = float(text) if any(c in text for c in ".eE") else int(text)
+    return -value if negative else value
+
+
+@v_args(meta=True)
+class _Build(Transformer):
+    """Parse tree -> IR nodes (bare names are resolved later by _resolve)."""
+
+    def start(self, meta, children):
+        header, *rest = children
+        name, sizes, loc = header
+        decls = tuple(c for c in rest if isinstance(c, ir.ArrayDecl))
+        body = tuple(c for c in rest if not isinstance(c, ir.ArrayDecl))
+        return ir.Program(name, sizes, decls, body, (), loc)
+
+    def header(self, meta, children):
+        name, *sizes = children
+        return _name(name), tuple(s for s in sizes if s is not None), _loc(name)
+
+    def size(self, meta, children):
+        name, value = children
+        return (_name(name), int(value))
+
+    def decl(self, meta, children):
+        kind, name, (dtype, dims) = children
+        return ir.ArrayDecl(str(kind), _name(name), dtype, dims, _loc(kind))
+
+    def type(self, meta, children):
+        dtype, *dims = children
+        if dtype not in ir.DTYPES:
+            raise DojoError(f"unknown dtype '{dtype}' (expected one of {', '.join(ir.DTYPES)})",
+                            dtype.line, dtype.column)
+        return str(dtype), tuple(d for d in dims if d is not None)
+
+    def loop(self, meta, children):
+        it, lo, _range, hi, *rest = children
+        annots = tuple(c for c in rest if isinstance(c, str) and not isinstance(c, Token))
+        body = tuple(c for c in rest if not isinstance(c, str))
+        return ir.Loop(_name(it), lo, hi, annots, body, _loc(meta))
+
+    def annotation(self, meta, children):
+        text = ".".join(str(c) for c in children)
+        if text not in ir.ANNOTATIONS:
+            raise DojoError(f"unknown loop annotation '{text}' (expected one of "
+                            f"{', '.join(ir.ANNOTATIONS)})", meta.line, meta.column)
+        return text
+
+    def local(self, meta, children):
+        name, (dtype, dims), space = children
+        if space is not None and space not in ir.MEMORY_SPACES:
+            raise DojoError(f"unknown memory space '{space}' (expected one of "
+                            f"{', '.join(ir.MEMORY_SPACES)})", space.line, space.column)
+        return ir.Local(_name(name), dtype, dims, None if space is None else str(space), _loc(meta))
+
+    def assign(self, meta, children):
+        target, op, value = children
+        return ir.Assign(target, str(op), value, _loc(meta))
+
+    def target(self, meta, children):
+        name, *indices = children
+        return ir.Access(str(name), tuple(i for i in indices if i is not None), _loc(name))
+
+    def compare(self, meta, children):
+        lhs, op, rhs = children
+        return ir.BinOp(str(op), lhs, rhs, _loc(meta))
+
+    def binop(self, meta, children):
+        lhs, op, rhs = children
+        return ir.BinOp(str(op), lhs, rhs, _loc(op))
+
+    def negative_number(self, meta, children):
+        tok = children[0]
+        value = float("-inf") if tok == "-inf" else _number(tok[1:], negative=True)
+        return ir.Const(value, _loc(tok))
+
+    def neg(self, meta, children):
+        return ir.Neg(children[0], _loc(meta))
+
+    def number(self, meta, children):
+        return ir.Const(_number(children[0]), _loc(children[0]))
+
+    def name(self, meta, children):
+        tok = children[0]
+        if tok == "inf":
+            return ir.Const(float("inf"), _loc(tok))
+        return ir.Var(str(tok), _loc(tok))
+
+    def access(self, meta, children):
+        name, *indices = children
+        return ir.Access(str(name), tuple(indices), _loc(name))
+
+    def call(self, meta, children):
+        name, *args = children
+        args = tuple(a for a in args if a is not None)
+        if name not in ir.FUNCTIONS:
+            raise DojoError(f"unknown function '{name}' (expected one of "
+                            f"{', '.join(ir.FUNCTIONS)})", name.line, name.column)
+        want = ir.FUNCTIONS[str(name)]
+        if len(args) != want:
+            raise DojoError(f"{name}() takes {want} argument{'s' if want != 1 else ''}, "
+                            f"got {len(args)}", name.line, name.column)
+        return ir.Call(str(name), args, _loc(name))
+
+
+def _resolve(program: ir.Program) -> ir.Program:
+    """Turn bare names of scalar arrays and scalar locals in scope into Access(name, ())."""
+    global_scalars = {d.name for d in program.arrays if not d.dims}
+
+    def fix_expr(expr, scalars):
+        def fn(node):
+            if isinstance(node, ir.Var) and node.name in scalars:
+                return ir.Access(node.name, (), node.loc)
+            return node
+        return ir.map_expr(expr, fn)
+
+    def fix_body(body, scalars):
+        scalars = set(scalars)
+        out = []
+        for stmt in body:
+            if isinstance(stmt, ir.Local):
+                if stmt.dims:
+                    scalars.discard(stmt.name)
+                else:
+                    scalars.add(stmt.name)
+                out.append(stmt)
+            elif isinstance(stmt, ir.Loop):
+                out.append(ir.Loop(stmt.iterator, fix_expr(stmt.lo, scalars),
+                                   fix_expr(stmt.hi, scalars), stmt.annotations,
+                                   fix_body(stmt.body, scalars), stmt.loc))
+            else:
+                tgt = stmt.target
+                tgt = ir.Access(tgt.array, tuple(fix_expr(i, scalars) for i in tgt.indices), tgt.loc)
+                out.append(ir.Assign(tgt, stmt.op, fix_expr(stmt.value, scalars), stmt.loc))
+        return tuple(out)
+
+    body = fix_body(program.body, global_scalars)
+    return ir.Program(program.name, program.sizes, program.arrays, body, program.doc, program.loc)
+
+
+def _leading_doc(text: str) -> tuple:
+    doc = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            if doc:
+                continue
+            continue
+        if not stripped.startswith("#"):
+            break
+        doc.append(stripped[1:].strip())
+    return tuple(doc)
+
+
+def _describe(tok) -> str:
+    if tok.type == "_NL":
+        return "end of line"
+    if tok.type == "_INDENT":
+        return "an indented block"
+    if tok.type == "_DEDENT":
+        return "end of block"
+    if tok.type == "$END":
+        return "end of file"
+    return f"'{tok}'"
+
+
+_EXPECT_NAMES = {"NAME": "a name", "NUMBER": "a number", "INT": "an integer", "_NL": "end of line",
+                 "_INDENT": "an indented block", "_DEDENT": "end of block", "COLON": "':'",
+                 "LSQB": "'['", "RSQB": "']'", "LPAR": "'('", "RPAR": "')'", "COMMA": "','",
+                 "RANGE": "'..'", "ASSIGN_OP": "an assignment operator", "KIND": "in/out/inout/temp",
+                 "EQUAL": "'='", "KERNEL": "'kernel'", "FOR": "'for'", "LOCAL": "'local'",
+                 "IN": "'in'", "MINUS": "'-'", "ADD_OP": "'+' or '-'", "MUL_OP": "an operator",
+                 "CMP_OP": "a comparison", "DOT": "'.'"}
+
+
+def _expected(exc) -> str:
+    names = sorted({_EXPECT_NAMES.get(t, t.lower()) for t in (getattr(exc, "expected", None) or [])})
+    if not names:
+        return ""
+    if len(names) > 6:
+        names = names[:6] + ["..."]
+    return f", expected {', '.join(names)}"
+
+
+def parse(text: str, filename: str = "<input>") -> ir.Program:
+    """Parse Dojo IR text. Guarantees: returns a Program whose nodes carry source
+    locations, or raises DojoError located at the offending line and column."""
+    if not text.endswith("\n"):
+        text += "\n"
+    try:
+        tree = _PARSER.parse(text)
+        program = _Build().transform(tree)
+    except UnexpectedCharacters as exc:
+        ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else "?"
+        raise DojoError(f"syntax error: unexpected character {ch!r}", exc.line, exc.column,
+                        filename) from None
+    except UnexpectedToken as exc:
+        tok = exc.token
+        if tok.type == "$END":
+            raise DojoError(f"syntax error: unexpected end of file{_expected(exc)}",
+                            max(1, text.count("\n")), 1, filename) from None
+        if tok.type in ("NAME", "KIND") and str(tok) in KEYWORDS and "NAME" in (exc.expected or ()):
+            raise DojoError(f"syntax error: '{tok}' is a keyword and cannot be used as a name",
+                            tok.line, tok.column, filename) from None
+        line = tok.line if tok.line is not None else exc.line
+        col = tok.column if tok.column is not None else exc.column
+        if tok.type == "_INDENT":
+            raise DojoError("syntax error: unexpected indentation", line, col, filename) from None
+        raise DojoError(f"syntax error: unexpected {_describe(tok)}{_expected(exc)}",
+                        line or 1, col or 1, filename) from None
+    except UnexpectedEOF as exc:
+        raise DojoError("syntax error: unexpected end of file", max(1, text.count("\n")), 1,
+                        filename) from None
+    except DedentError as exc:
+        line = _dedent_line(text)
+        raise DojoError("syntax error: this line's indentation matches no enclosing block",
+                        line, 1, filename) from None
+    except UnexpectedInput as exc:  # any other parse failure
+        raise DojoError(f"syntax error: {exc.__class__.__name__}", getattr(exc, "line", 1) or 1,
+                        getattr(exc, "column", 1) or 1, filename) from None
+    except DojoError as exc:
+        raise exc.located(filename) from None
+    except Exception as exc:  # lark wraps transformer errors in VisitError
+        inner = getattr(exc, "orig_exc", None)
+        if isinstance(inner, DojoError):
+            raise inner.located(filename) from None
+        raise
+    program = _resolve(program)
+    return ir.Program(program.name, program.sizes, program.arrays, program.body,
+                      _leading_doc(text), program.loc)
+
+
+def _dedent_line(text: str) -> int:
+    """The first line whose indentation matches no enclosing block (for DedentError)."""
+    stack = [0]
+    for n, line in enumerate(text.splitlines(), 1):
+        stripped = line.lstrip(" \t")
+        if not stripped or stripped.startswith("#"):
+            continue
+        width = len(line) - len(stripped)
+        if width > stack[-1]:
+            stack.append(width)
+            continue
+        while width < stack[-1]:
+            stack.pop()
+        if width != stack[-1]:
+            return n
+    return 1

@@ -1,0 +1,119 @@
+"""IR -> canonical text. Guarantees parse(print_program(p)) == p for every Program whose
+names are valid identifiers, and print_program(parse(t)) is a fixed point."""
+from __future__ import annotations
+
+import math
+
+from . import ir
+
+INDENT = "  "
+_PREC = {"<": 1, "<=": 1, ">": 1, ">=": 1, "==": 1, "!=": 1,
+         "+": 2, "-": 2, "*": 3, "/": 3, "//": 3, "%": 3}
+_UNARY = 4
+_ATOM = 5
+
+
+def _prec(expr) -> int:
+    if isinstance(expr, ir.BinOp):
+        return _PREC[expr.op]
+    if isinstance(expr, ir.Neg):
+        return _UNARY
+    if isinstance(expr, ir.Const) and (expr.value < 0 or (isinstance(expr.value, float)
+                                                           and math.copysign(1, expr.value) < 0)):
+        return _UNARY
+    return _ATOM
+
+
+def _number(value) -> str:
+    if isinstance(value, bool):
+        raise TypeError("boolean constants are not part of the IR")
+    if isinstance(value, int):
+        return str(value)
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if math.isnan(value):
+        raise ValueError("NaN constants are not part of the IR")
+    text = repr(float(value))
+    return text
+
+
+def print_expr(expr) -> str:
+    """The canonical text of an expression, with the fewest parentheses that keep its tree."""
+    if isinstance(expr, ir.Const):
+        return _number(expr.value)
+    if isinstance(expr, ir.Var):
+        return expr.name
+    if isinstance(expr, ir.Access):
+        if not expr.indices:
+            return expr.array
+        return f"{expr.array}[{', '.join(print_expr(i) for i in expr.indices)}]"
+    if isinstance(expr, ir.Call):
+        return f"{expr.func}({', '.join(print_expr(a) for a in expr.args)})"
+    if isinstance(expr, ir.Neg):
+        inner = expr.operand
+        text = print_expr(inner)
+        # a bare number after '-' would be folded into a negative constant by the parser
+        if isinstance(inner, ir.Const) or _prec(inner) < _UNARY:
+            text = f"({text})"
+        return f"-{text}"
+    if isinstance(expr, ir.BinOp):
+        p = _PREC[expr.op]
+        lhs, rhs = print_expr(expr.lhs), print_expr(expr.rhs)
+        if p == 1:  # comparisons do not chain
+            if _prec(expr.lhs) <= 1:
+                lhs = f"({lhs})"
+            if _prec(expr.rhs) <= 1:
+                rhs = f"({rhs})"
+        else:
+            if _prec(expr.lhs) < p:
+                lhs = f"({lhs})"
+            if _prec(expr.rhs) <= p:
+                rhs = f"({rhs})"
+        if expr.op == "*" and isinstance(expr.lhs, ir.Const) and isinstance(expr.lhs.value, int) \
+                and expr.lhs.value >= 0 and isinstance(expr.rhs, ir.Var):
+            return f"{lhs}*{rhs}"  # index style: 32*i0
+        return f"{lhs} {expr.op} {rhs}"
+    raise TypeError(f"not an expression: {expr!r}")
+
+
+def _type(dtype: str, dims: tuple) -> str:
+    if not dims:
+        return dtype
+    return f"{dtype}[{', '.join(print_expr(d) for d in dims)}]"
+
+
+def print_stmt(stmt, depth: int = 0) -> list:
+    """The canonical lines of one statement (a loop includes its body)."""
+    pad = INDENT * depth
+    if isinstance(stmt, ir.Assign):
+        return [f"{pad}{print_expr(stmt.target)} {stmt.op} {print_expr(stmt.value)}"]
+    if isinstance(stmt, ir.Local):
+        space = f" in {stmt.space}" if stmt.space else ""
+        return [f"{pad}local {stmt.name}: {_type(stmt.dtype, stmt.dims)}{space}"]
+    if isinstance(stmt, ir.Loop):
+        annots = "".join(f" {a}" for a in stmt.annotations)
+        lines = [f"{pad}for {stmt.iterator} in {print_expr(stmt.lo)}..{print_expr(stmt.hi)}{annots}:"]
+        for s in stmt.body:
+            lines.extend(print_stmt(s, depth + 1))
+        return lines
+    raise TypeError(f"not a statement: {stmt!r}")
+
+
+def print_header(program: ir.Program) -> list:
+    lines = [f"# {d}" if d else "#" for d in program.doc]
+    sizes = ", ".join(f"{n} = {v}" for n, v in program.sizes)
+    lines.append(f"kernel {program.name}({sizes})")
+    width = max((len(d.kind) for d in program.arrays), default=0)
+    for d in program.arrays:
+        lines.append(f"{d.kind.ljust(width)} {d.name}: {_type(d.dtype, d.dims)}")
+    return lines
+
+
+def print_program(program: ir.Program) -> str:
+    """The canonical text of a whole kernel, ending with a newline."""
+    lines = print_header(program)
+    if program.body:
+        lines.append("")
+    for stmt in program.body:
+        lines.extend(print_stmt(stmt))
+    return "\n".join(lines) + "\n"
