@@ -1,0 +1,326 @@
+"""The command line: ``python -m dojo_core COMMAND ...`` (DESIGN.md section 9).
+
+Commands
+    check   FILE [--size N=V ...]                     exit 0 silently if the kernel is valid
+    print   FILE [--steps S] [--size ...]             the canonical IR after the steps
+    actions FILE [--steps S] [--json] [--size ...]    the legal actions, one step text a line
+    apply   FILE --steps S [--size ...]               like print; the steps must all be legal
+    run     FILE [--steps S] --inputs IN.npz --out OUT.npz [--backend interp|c] [--size ...]
+    codegen, bench, search, library                   reserved; "not available yet" (exit 2)
+
+Guarantees (tests and outside tools rely on them)
+  * Exit 0 on success, 1 on any refusal, 2 on a usage error or a feature that
+    is not available yet.
+  * Every refusal is one line per error on stderr.  Errors in the kernel read
+    ``FILE:LINE:COL: message``; errors in a steps file read
+    ``S:LINE:1: step 'TEXT': REASON``; errors in .npz files read ``PATH: message``.
+  * Never a traceback: an unexpected exception (a bug) prints
+    ``FILE:1:1: internal error: TYPE: message`` and exits 1
+    (set DOJO_TRACEBACK=1 to see the traceback as well).
+  * ``--size N=V`` (repeatable, or several after one flag) instantiates the
+    kernel at other sizes before it is checked; V must be a positive integer
+    and N a size of the kernel.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from .errors import DojoError
+
+RESERVED = {
+    "codegen": "the generated C or CUDA source",
+    "bench": "compile, verify and time locally",
+    "search": "run an agent",
+    "library": "build the best kernels as a library",
+}
+
+
+class NpzError(Exception):
+    """A refusal about an .npz file; str() is the whole one-line message."""
+
+
+def _eprint(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- arguments
+
+def parse_size_args(values, filename: str) -> dict:
+    """{'N': 64, ...} from ['N=64', ...]; a malformed item is a DojoError at FILE:1:1."""
+    sizes = {}
+    for item in values or ():
+        name, sep, value = item.partition("=")
+        name, value = name.strip(), value.strip()
+        ok = sep and name.isidentifier() and value.isdigit() and int(value) >= 1
+        if not ok:
+            raise DojoError(f"--size '{item}': expected NAME=VALUE with a positive integer VALUE",
+                            1, 1, filename)
+        sizes[name] = int(value)
+    return sizes
+
+
+def load_state(args):
+    """The checked kernel of args.file at args.size, after the steps of args.steps (if any)."""
+    from .source import load_file
+    from .steps import read_steps, replay
+
+    program = load_file(args.file, parse_size_args(args.size, args.file))
+    if getattr(args, "steps", None):
+        program = replay(program, read_steps(args.steps), args.steps)
+    return program
+
+
+def _write(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+
+
+# --------------------------------------------------------------------------- commands
+
+def cmd_check(args) -> int:
+    load_state(args)
+    return 0
+
+
+def cmd_print(args) -> int:
+    from .printer import print_program
+
+    _write(print_program(load_state(args)))
+    return 0
+
+
+def cmd_actions(args) -> int:
+    from .transforms import actions
+
+    found = actions(load_state(args))
+    if args.json:
+        _write(json.dumps([{"text": a.text, "kind": a.kind} for a in found], indent=1))
+    else:
+        for a in found:
+            _write(a.text)
+    return 0
+
+
+def _eval_int(expr, env: dict) -> int:
+    """An integer dimension expression (Const, Var of a size, + - * // %, -x, min/max)."""
+    from . import ir
+
+    if isinstance(expr, ir.Const):
+        return int(expr.value)
+    if isinstance(expr, ir.Var):
+        return int(env[expr.name])
+    if isinstance(expr, ir.Neg):
+        return -_eval_int(expr.operand, env)
+    if isinstance(expr, ir.Call) and expr.func in ("min", "max"):
+        values = [_eval_int(a, env) for a in expr.args]
+        return min(values) if expr.func == "min" else max(values)
+    if isinstance(expr, ir.BinOp):
+        a, b = _eval_int(expr.lhs, env), _eval_int(expr.rhs, env)
+        ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+               "//": lambda: a // b, "%": lambda: a % b}
+        if expr.op in ops:
+            return ops[expr.op]()
+    raise ValueError(f"not an integer dimension: {expr!r}")
+
+
+_NUMPY_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i32": "int32", "i64": "int64"}
+
+
+def _interp_helper(name: str):
+    """interp.<name> if the interpreter module provides it, else None."""
+    try:
+        from . import interp
+    except ImportError:
+        return None
+    return getattr(interp, name, None)
+
+
+def array_shape(program, decl) -> tuple:
+    """The concrete shape of an array declaration at the program's sizes."""
+    helper = _interp_helper("array_shape")
+    if helper is not None:
+        return tuple(int(d) for d in helper(program, decl))
+    return tuple(_eval_int(d, program.size_values) for d in decl.dims)
+
+
+def numpy_dtype(dtype: str):
+    """The numpy dtype that holds a Dojo dtype in .npz files."""
+    import numpy as np
+
+    helper = _interp_helper("numpy_dtype")
+    if helper is not None:
+        return np.dtype(helper(dtype))
+    if dtype not in _NUMPY_DTYPES:
+        raise DojoError(f"dtype {dtype} is not supported by the interpreter")
+    return np.dtype(_NUMPY_DTYPES[dtype])
+
+
+def _shape_text(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def read_inputs(program, path: str) -> dict:
+    """The kernel's in and inout arrays from an .npz file, checked for presence, shape, dtype."""
+    import zipfile
+
+    import numpy as np
+
+    needed = [d for d in program.arrays if d.kind in ("in", "inout")]
+    if not needed:
+        return {}
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise NpzError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise NpzError(f"{path}: is a directory") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise NpzError(f"{path}: not an .npz file ({type(exc).__name__})") from None
+    if not isinstance(npz, np.lib.npyio.NpzFile):
+        raise NpzError(f"{path}: not an .npz file (a single .npy array)")
+    inputs = {}
+    with npz:
+        for decl in needed:
+            if decl.name not in npz.files:
+                names = ", ".join(d.name for d in needed)
+                raise NpzError(f"{path}: missing input array '{decl.name}' "
+                               f"(kernel {program.name} reads {names})")
+            try:
+                arr = npz[decl.name]
+            except Exception as exc:                                   # noqa: BLE001
+                raise NpzError(f"{path}: array '{decl.name}' cannot be read ({exc})") from None
+            shape, dtype = array_shape(program, decl), numpy_dtype(decl.dtype)
+            if arr.shape != shape:
+                raise NpzError(f"{path}: input array '{decl.name}' has shape {_shape_text(arr.shape)}, "
+                               f"expected {_shape_text(shape)}")
+            if arr.dtype != dtype:
+                raise NpzError(f"{path}: input array '{decl.name}' has dtype {arr.dtype}, "
+                               f"expected {dtype} ({decl.dtype})")
+            inputs[decl.name] = arr
+    return inputs
+
+
+def write_outputs(program, outputs: dict, path: str) -> None:
+    """The kernel's out and inout arrays into an .npz file (written whole, then renamed)."""
+    import numpy as np
+
+    arrays = {}
+    for decl in program.arrays:
+        if decl.kind in ("out", "inout"):
+            if decl.name not in outputs:
+                raise RuntimeError(f"the interpreter returned no array '{decl.name}'")
+            arrays[decl.name] = np.asarray(outputs[decl.name], dtype=numpy_dtype(decl.dtype))
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise NpzError(f"{path}: cannot write outputs ({exc.strerror or exc})") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def cmd_run(args) -> int:
+    if args.backend == "c":
+        _eprint("c backend: not available yet")
+        return 2
+    program = load_state(args)
+    inputs = read_inputs(program, args.inputs)
+    from . import interp
+
+    outputs = interp.run(program, inputs)
+    write_outputs(program, outputs, args.out)
+    return 0
+
+
+def cmd_reserved(args) -> int:
+    _eprint(f"{args.command}: not available yet")
+    return 2
+
+
+# --------------------------------------------------------------------------- parser and main
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m dojo_core",
+        description="PerfDojo: check, transform and run Dojo IR kernels.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name, help_text, func, steps=None):
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("file", metavar="FILE", help="a .dojo kernel file")
+        if steps == "optional":
+            p.add_argument("--steps", metavar="S", help="a steps file to replay first")
+        elif steps == "required":
+            p.add_argument("--steps", metavar="S", required=True, help="a steps file to replay")
+        p.add_argument("--size", metavar="N=V", action="extend", nargs="+", default=[],
+                       help="instantiate the kernel with size N = V (repeatable)")
+        p.set_defaults(func=func)
+        return p
+
+    command("check", "exit 0 if the kernel is valid, else FILE:LINE:COL: message lines", cmd_check)
+    command("print", "the canonical IR after the steps", cmd_print, "optional")
+    p = command("actions", "the legal actions, one step text a line", cmd_actions, "optional")
+    p.add_argument("--json", action="store_true", help='a JSON array of {"text", "kind"} objects')
+    command("apply", "the canonical IR after the steps, which must all be legal", cmd_print, "required")
+    p = command("run", "run the kernel once on arrays from an .npz file", cmd_run, "optional")
+    p.add_argument("--inputs", metavar="IN.npz", required=True, help="the in and inout arrays")
+    p.add_argument("--out", metavar="OUT.npz", required=True, help="where the out and inout arrays go")
+    p.add_argument("--backend", choices=("interp", "c"), default="interp")
+    for name, help_text in RESERVED.items():
+        p = sub.add_parser(name, help=f"{help_text} (not available yet)", add_help=True)
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(func=cmd_reserved)
+    return parser
+
+
+def _internal(filename: str, exc: BaseException) -> str:
+    detail = " ".join(str(exc).split()) or "(no message)"
+    return f"{filename}:1:1: internal error: {type(exc).__name__}: {detail}"
+
+
+def main(argv=None) -> int:
+    """Run one command; the exit status (see the module docstring), never an exception."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:            # usage errors (2) and --help (0)
+        return exc.code if isinstance(exc.code, int) else 2
+    filename = getattr(args, "file", None) or "<command line>"
+    try:
+        return args.func(args)
+    except DojoError as exc:
+        if exc.filename == "<input>":     # raised by a layer that does not know the file
+            exc = exc.located(filename)
+        _eprint(str(exc))
+        return 1
+    except NpzError as exc:
+        _eprint(str(exc))
+        return 1
+    except (KeyboardInterrupt, BrokenPipeError):
+        raise
+    except Exception as exc:                                        # noqa: BLE001 - a bug, reported
+        _eprint(_internal(filename, exc))
+        if os.environ.get("DOJO_TRACEBACK"):
+            import traceback
+            traceback.print_exc()
+        return 1
+
+
+def entry() -> int:
+    """The process entry point: main() plus quiet handling of Ctrl-C and closed pipes."""
+    try:
+        status = main()
+        sys.stdout.flush()
+        return status
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # e.g. `python -m dojo_core actions k.dojo | head -1`: stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1

@@ -1,0 +1,89 @@
+"""Start PerfDojo on this machine: ``python -m webapp.launch [--host H] [--port P]``.
+
+What `make run` calls. It migrates the database in the state directory, refuses
+cleanly (exit 1, one line) when the port is taken, starts daphne, and prints
+the URL only once the server accepts connections.  Ctrl-C stops the server;
+SIGTERM is passed on; the exit status is the server's.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+
+def port_is_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def wait_listening(host: str, port: int, proc: subprocess.Popen, timeout: float = 60.0) -> bool:
+    """True once host:port accepts a connection; False if proc exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def migrate() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", interactive=False, verbosity=0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m webapp.launch", description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    args = parser.parse_args(argv)
+
+    if not port_is_free(args.host, args.port):
+        print(f"port {args.port} on {args.host} is already in use; try: make run PORT={args.port + 1}",
+              file=sys.stderr)
+        return 1
+    migrate()
+    from django.conf import settings
+
+    cmd = [sys.executable, "-m", "daphne", "-b", args.host, "-p", str(args.port), "webapp.asgi:application"]
+    proc = subprocess.Popen(cmd)
+    signal.signal(signal.SIGTERM, lambda *_: proc.terminate())   # stopping us stops the server
+    try:
+        if wait_listening(args.host, args.port, proc):
+            host = f"[{args.host}]" if ":" in args.host else args.host
+            print(f"\n  PerfDojo is running at http://{host}:{args.port}/\n"
+                  f"  state: {settings.STATE_DIR}   stop: Ctrl-C\n", flush=True)
+        return proc.wait()
+    except KeyboardInterrupt:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        try:
+            return proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""Django settings for PerfDojo.
+
+Embedded defaults: everything works on one machine with no external service.
+State (the SQLite database, collected static files) lives in one directory,
+``var/`` at the repository root unless ``DOJO_STATE_DIR`` names another; it is
+created at import.  Environment overrides: DOJO_STATE_DIR, DJANGO_SECRET_KEY,
+DJANGO_DEBUG (1/0, default 1), DJANGO_ALLOWED_HOSTS (comma-separated).
+"""
+import os
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+STATE_DIR = Path(os.environ.get("DOJO_STATE_DIR") or BASE_DIR / "var").resolve()
+STATE_DIR.mkdir(parents=True, exist_ok=True)
+
+# A development default; deployments set DJANGO_SECRET_KEY.
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "perfdojo-insecure-local-development-key-change-me")
+DEBUG = os.environ.get("DJANGO_DEBUG", "1").lower() not in ("0", "false", "no", "")
+ALLOWED_HOSTS = [h.strip() for h in os.environ.get(
+    "DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",") if h.strip()]
+
+INSTALLED_APPS = [
+    "daphne",                      # first: `runserver` then serves the ASGI app
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "channels",
+    "webapp",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",   # static files under daphne (STACK.md gotcha 6)
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "webapp.urls"
+ASGI_APPLICATION = "webapp.asgi.application"
+WSGI_APPLICATION = "webapp.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": STATE_DIR / "db.sqlite3",
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
+    }
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = STATE_DIR / "static"
+# Serve straight from the finders, so no collectstatic is needed on one machine.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": "WARNING"},
+}
