@@ -125,12 +125,15 @@ class Model:
         self.program = program
         self.sizes = program.size_values
         self.statements = []
+        self.local_scope = {}   # local name -> iterators of the loops around its block
         self._collect(program.body, (), ())
         self.depth = max((len(s.loops) for s in self.statements), default=0)
 
     def _collect(self, body, loops, positions):
         for pos, stmt in enumerate(body):
-            if isinstance(stmt, ir.Assign):
+            if isinstance(stmt, ir.Local):
+                self.local_scope[stmt.name] = tuple(l.iterator for l in loops)
+            elif isinstance(stmt, ir.Assign):
                 self.statements.append(Statement(f"S{len(self.statements)}", stmt, loops,
                                                  positions + (pos,)))
             elif isinstance(stmt, ir.Loop):
@@ -195,12 +198,22 @@ def _rename(text: str, iterators, suffix: str) -> str:
 
 
 def lex_before_text(a: list, b: list) -> str:
-    """ISL text of `a <lex b` for two equal-length lists of ISL expressions."""
-    terms = []
-    for k in range(len(a)):
-        eq = [f"{a[j]} = {b[j]}" for j in range(k)]
-        terms.append("(" + " and ".join(eq + [f"{a[k]} < {b[k]}"]) + ")")
-    return "(" + " or ".join(terms) + ")" if terms else "false"
+    """ISL text of `a <lex b` for two equal-length lists of ISL expressions; positions
+    that are integer literals on both sides are decided here, keeping the text short."""
+    terms, prefix = [], []
+    for x, y in zip(a, b):
+        if x.lstrip("-").isdigit() and y.lstrip("-").isdigit():
+            if int(x) < int(y):
+                terms.append(prefix or ["true"])
+                break
+            if int(x) > int(y):
+                break
+            continue
+        terms.append(prefix + [f"{x} < {y}"])
+        prefix = prefix + [f"{x} = {y}"]
+    if not terms:
+        return "false"
+    return "(" + " or ".join("(" + " and ".join(t) + ")" for t in terms) + ")"
 
 
 def point_values(point: isl.Point, n: int) -> list:

@@ -1,24 +1,30 @@
 """The transformation registry and the applicability detector (DESIGN.md section 4).
 
-Contract used by the command line, the web app and the agents:
-
     actions(program) -> list[Action]          every legal step of this state, stable order
     apply_step(program, text) -> Program      parse a step text and apply it, or raise NotApplicable
     explain(program, text) -> str | None      why a step is not legal here (None if it is)
 
-The catalogue itself is filled in by the transformation modules of this package.
+Each transformation is one module of this package (a Transformation subclass: parse,
+check, apply, candidates); REGISTRY lists them in the order actions() reports them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import DojoError
+from .base import NotApplicable, Transformation
+from . import annotate, interchange, split
 
-REGISTRY: dict = {}   # transformation name -> module-like object with parse/check/apply/enumerate
+REGISTRY: dict = {}
 
 
-class NotApplicable(DojoError):
-    """A step that is not legal where it stands; .message says why in one sentence."""
+def register(t: Transformation) -> Transformation:
+    REGISTRY[t.name] = t
+    return t
+
+
+for _t in (split.SPLIT, interchange.INTERCHANGE, annotate.PARALLELIZE, annotate.VECTORIZE,
+           annotate.UNROLL, annotate.BIND):
+    register(_t)
 
 
 @dataclass(frozen=True)
@@ -28,6 +34,7 @@ class Action:
 
 
 def actions(program) -> list:
+    """Every legal action of this state, grouped by transformation, deterministic order."""
     found = []
     for name, t in REGISTRY.items():
         for text in t.enumerate(program):
@@ -36,19 +43,24 @@ def actions(program) -> list:
 
 
 def apply_step(program, text: str):
+    """The program after one step; NotApplicable (with the reason) if it is not legal here."""
     words = text.split()
     if not words:
         raise NotApplicable("empty step")
     t = REGISTRY.get(words[0])
     if t is None:
-        known = ", ".join(sorted(REGISTRY)) or "none yet"
-        raise NotApplicable(f"unknown transformation '{words[0]}' (known: {known})")
-    return t.apply_text(program, text)
+        raise NotApplicable(f"unknown transformation '{words[0]}' (known: "
+                            f"{', '.join(REGISTRY)})")
+    return t.apply_text(program, " ".join(words))
 
 
 def explain(program, text: str):
+    """Why a step is not legal here, in one sentence; None when it is legal."""
     try:
         apply_step(program, text)
     except NotApplicable as exc:
         return exc.message
     return None
+
+
+__all__ = ["Action", "NotApplicable", "REGISTRY", "actions", "apply_step", "explain", "register"]

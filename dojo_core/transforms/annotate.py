@@ -1,0 +1,204 @@
+"""Loop annotations: parallelize, vectorize, unroll and bind (to the CUDA grid).
+
+The annotation does not change what a program computes in the IR; these checks guarantee
+that the code generators may run the iterations in parallel, as SIMD lanes, unrolled or as
+GPU blocks and threads without changing the results:
+
+- parallelize L: no dependence carried by L (within one iteration of the loops around it).
+- vectorize L: L is innermost with a constant extent, and the only dependences it carries
+  are those of reductions (`+=`, `*=`, `max=`, `min=`) into elements that no other
+  statement of L touches and whose value does not read their own target.
+- unroll L: a constant extent of at most 64.
+- bind L gpu.block.x|y|z / gpu.thread.x|y|z: parallelizable; block loops enclose thread
+  loops; each axis is bound once along a nest; thread loops have constant extents whose
+  product is at most 1024.
+A loop carries at most one annotation.
+"""
+from __future__ import annotations
+
+from .. import ir
+from ..deps import dependences, same
+from .base import Transformation
+from .util import extent, find_loop, loops_around, replace_at
+
+MAX_UNROLL = 64
+MAX_THREADS = 1024
+
+
+def _annotate(program, name, annotation):
+    loop, path = find_loop(program, name)
+    new = ir.Loop(loop.iterator, loop.lo, loop.hi, loop.annotations + (annotation,), loop.body,
+                  loop.loc)
+    return replace_at(program, path, [new])
+
+
+def _common(program, name):
+    loop, path = find_loop(program, name)
+    if loop is None:
+        return None, None, f"there is no loop '{name}'"
+    if loop.annotations:
+        return loop, path, f"loop '{name}' is already annotated ({' '.join(loop.annotations)})"
+    return loop, path, None
+
+
+def carries_dependence(program, name, path) -> bool:
+    deps = dependences(program)
+    stmts = deps.inside(name)
+    around = [l.iterator for l in loops_around(program, path)]
+    cond = f"{same(around)} and v_{name}_s != v_{name}_t"
+    return deps.exists(stmts, stmts, lambda s, t: cond)
+
+
+class _OneLoop(Transformation):
+    def parse(self, words):
+        if len(words) != 1:
+            raise self.usage_error()
+        return words[0]
+
+    def format(self, params):
+        return f"{self.name} {params}"
+
+    def candidates(self, program):
+        return [l.iterator for l in ir.loops(program) if not l.annotations]
+
+    def apply(self, program, params):
+        return _annotate(program, params, self.annotation)
+
+
+class Parallelize(_OneLoop):
+    name = "parallelize"
+    usage = "parallelize LOOP"
+    annotation = "parallel"
+
+    def check(self, program, name):
+        loop, path, reason = _common(program, name)
+        if reason:
+            return reason
+        for outer in loops_around(program, path):
+            if "parallel" in outer.annotations or any(a.startswith("gpu.") for a in outer.annotations):
+                return f"loop '{name}' is already inside the parallel loop '{outer.iterator}'"
+        if any("parallel" in l.annotations for l in ir.loops(loop.body)):
+            return f"loop '{name}' contains a parallel loop"
+        if carries_dependence(program, name, path):
+            return f"loop '{name}' carries a dependence, so its iterations cannot run in parallel"
+        return None
+
+
+class Vectorize(_OneLoop):
+    name = "vectorize"
+    usage = "vectorize LOOP"
+    annotation = "vector"
+
+    def check(self, program, name):
+        loop, path, reason = _common(program, name)
+        if reason:
+            return reason
+        if any(isinstance(s, (ir.Loop, ir.Local)) for s in loop.body):
+            return f"loop '{name}' is not innermost (its body must hold only assignments)"
+        n = extent(loop, program.size_values)
+        if n is None:
+            return f"loop '{name}' has no constant extent"
+        deps = dependences(program)
+        stmts = deps.inside(name)
+        around = [l.iterator for l in loops_around(program, path)]
+        cond = f"{same(around)} and v_{name}_s != v_{name}_t"
+        reductions = {s.name for s in stmts if _is_lane_reduction(s.assign, loop)}
+
+        def carried(s, t):
+            if s.name == t.name and s.name in reductions:
+                return None   # a reduction the code generator lowers with vector accumulators
+            return cond
+        if deps.exists(stmts, stmts, carried):
+            return (f"loop '{name}' carries a dependence that is not a reduction, "
+                    "so its iterations cannot run as SIMD lanes")
+        return None
+
+
+def _is_lane_reduction(assign, loop) -> bool:
+    """A reduction whose target no other statement of the loop touches and whose value
+    does not read the target array."""
+    if assign.op not in ir.REDUCTION_OPS:
+        return False
+    target = assign.target.array
+    if any(isinstance(a, ir.Access) and a.array == target for a in ir.walk_expr(assign.value)):
+        return False
+    for other in ir.assignments(loop.body):
+        if other is assign:
+            continue
+        touched = [other.target] + [a for a in ir.walk_expr(other.value) if isinstance(a, ir.Access)]
+        if any(a.array == target for a in touched):
+            return False
+    return True
+
+
+class Unroll(_OneLoop):
+    name = "unroll"
+    usage = "unroll LOOP"
+    annotation = "unroll"
+
+    def check(self, program, name):
+        loop, path, reason = _common(program, name)
+        if reason:
+            return reason
+        n = extent(loop, program.size_values)
+        if n is None:
+            return f"loop '{name}' has no constant extent"
+        if n > MAX_UNROLL:
+            return f"loop '{name}' has {n} iterations; unroll takes at most {MAX_UNROLL}"
+        return None
+
+
+class Bind(Transformation):
+    name = "bind"
+    usage = "bind LOOP gpu.block.x|y|z|gpu.thread.x|y|z"
+
+    def parse(self, words):
+        if len(words) != 2 or words[1] not in ir.GPU_ANNOTATIONS:
+            raise self.usage_error()
+        return tuple(words)
+
+    def format(self, params):
+        return f"bind {params[0]} {params[1]}"
+
+    def candidates(self, program):
+        for loop in ir.loops(program):
+            if not loop.annotations:
+                for axis in ir.GPU_ANNOTATIONS:
+                    yield loop.iterator, axis
+
+    def check(self, program, params):
+        name, axis = params
+        loop, path, reason = _common(program, name)
+        if reason:
+            return reason
+        around = loops_around(program, path)
+        inner = ir.loops(loop.body)
+        kind = axis.split(".")[1]
+        if any("parallel" in l.annotations for l in around + inner):
+            return f"loop '{name}' is nested with a CPU-parallel loop"
+        nest_axes = [a for l in around + inner for a in l.annotations if a.startswith("gpu.")]
+        if axis in nest_axes:
+            return f"{axis} is already bound in this loop nest"
+        if kind == "block" and any(a.startswith("gpu.thread") for l in around for a in l.annotations):
+            return f"a block loop cannot sit inside a thread loop"
+        if kind == "thread" and any(a.startswith("gpu.block") for l in inner for a in l.annotations):
+            return f"a thread loop cannot enclose a block loop"
+        if kind == "thread":
+            n = extent(loop, program.size_values)
+            if n is None:
+                return f"loop '{name}' has no constant extent (thread loops need one)"
+            threads = n
+            for l in around + inner:
+                if any(a.startswith("gpu.thread") for a in l.annotations):
+                    threads *= extent(l, program.size_values) or 1
+            if threads > MAX_THREADS:
+                return f"{threads} threads per block exceed the limit of {MAX_THREADS}"
+        if carries_dependence(program, name, path):
+            return f"loop '{name}' carries a dependence, so it cannot be bound to the GPU grid"
+        return None
+
+    def apply(self, program, params):
+        return _annotate(program, params[0], params[1])
+
+
+PARALLELIZE, VECTORIZE, UNROLL, BIND = Parallelize(), Vectorize(), Unroll(), Bind()

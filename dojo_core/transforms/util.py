@@ -1,0 +1,201 @@
+"""Tree surgery shared by the transformations: locating loops and statements by name,
+rebuilding the immutable tree along a path, fresh deterministic names."""
+from __future__ import annotations
+
+import re
+
+from .. import ir
+from ..affine import simplify, substitute_index
+from ..poly import const_value
+
+STMT_REF = re.compile(r"^s(\d+)$")
+
+
+def find_loop(program, name: str):
+    """(loop, path) of the loop with this iterator, or (None, None). A path is the list
+    of positions from the program body down to the statement."""
+    def go(body, path):
+        for k, s in enumerate(body):
+            if isinstance(s, ir.Loop):
+                if s.iterator == name:
+                    return s, path + [k]
+                found = go(s.body, path + [k])
+                if found[0] is not None:
+                    return found
+        return None, None
+    return go(program.body, [])
+
+
+def find_ref(program, ref: str):
+    """(statement, path) for a reference: a loop iterator, or `sN` for the N-th assignment
+    in textual order. (None, None) when nothing matches."""
+    loop, path = find_loop(program, ref)
+    if loop is not None:
+        return loop, path
+    m = STMT_REF.match(ref)
+    if not m:
+        return None, None
+    want = int(m.group(1))
+    count = [0]
+
+    def go(body, path):
+        for k, s in enumerate(body):
+            if isinstance(s, ir.Assign):
+                if count[0] == want:
+                    return s, path + [k]
+                count[0] += 1
+            elif isinstance(s, ir.Loop):
+                found = go(s.body, path + [k])
+                if found[0] is not None:
+                    return found
+        return None, None
+    return go(program.body, [])
+
+
+def ref_of(program, stmt) -> str:
+    """The reference text of a statement (inverse of find_ref)."""
+    if isinstance(stmt, ir.Loop):
+        return stmt.iterator
+    for n, a in enumerate(ir.assignments(program)):
+        if a is stmt:
+            return f"s{n}"
+    raise KeyError(stmt)
+
+
+def body_at(program, path):
+    """The body (tuple of statements) that contains the statement at path."""
+    body = program.body
+    for k in path[:-1]:
+        body = body[k].body
+    return body
+
+
+def loops_around(program, path) -> list:
+    """The loops enclosing the statement at path, outermost first."""
+    out, body = [], program.body
+    for k in path[:-1]:
+        out.append(body[k])
+        body = body[k].body
+    return out
+
+
+def replace_at(program, path, new_stmts):
+    """A program with the statement at path replaced by the statements new_stmts."""
+    def go(body, path):
+        k = path[0]
+        if len(path) == 1:
+            return body[:k] + tuple(new_stmts) + body[k + 1:]
+        loop = body[k]
+        return body[:k] + (with_body(loop, go(loop.body, path[1:])),) + body[k + 1:]
+    return with_program_body(program, go(program.body, list(path)))
+
+
+def with_body(loop, body):
+    return ir.Loop(loop.iterator, loop.lo, loop.hi, loop.annotations, tuple(body), loop.loc)
+
+
+def with_program_body(program, body):
+    return ir.Program(program.name, program.sizes, program.arrays, tuple(body), program.doc,
+                      program.loc)
+
+
+def declared_names(program) -> set:
+    names = {n for n, _ in program.sizes} | {d.name for d in program.arrays}
+    for s in ir.walk_stmts(program.body):
+        if isinstance(s, ir.Loop):
+            names.add(s.iterator)
+        elif isinstance(s, ir.Local):
+            names.add(s.name)
+    return names
+
+
+def fresh(taken: set, base: str, start: int = 2) -> str:
+    """base<k> for the smallest k >= start that is not taken (and records it)."""
+    k = start
+    while f"{base}{k}" in taken:
+        k += 1
+    name = f"{base}{k}"
+    taken.add(name)
+    return name
+
+
+def map_exprs(stmts, fn):
+    """Rebuild statements with fn applied to every expression (bounds, dims, indices, values)."""
+    out = []
+    for s in stmts:
+        if isinstance(s, ir.Loop):
+            out.append(ir.Loop(s.iterator, fn(s.lo), fn(s.hi), s.annotations,
+                               tuple(map_exprs(s.body, fn)), s.loc))
+        elif isinstance(s, ir.Assign):
+            t = s.target
+            out.append(ir.Assign(ir.Access(t.array, tuple(fn(i) for i in t.indices), t.loc),
+                                 s.op, fn(s.value), s.loc))
+        else:
+            out.append(s)
+    return tuple(out)
+
+
+def substitute_stmts(stmts, mapping: dict):
+    """Substitute iterators in every expression of the statements, simplifying indices
+    and bounds."""
+    def fn(e):
+        e2 = substitute_index(e, mapping)
+        return simplify(e2) if _is_index_like(e2) else e2
+    return map_exprs(stmts, fn)
+
+
+def _is_index_like(expr) -> bool:
+    return not any(isinstance(n, (ir.Access,)) or (isinstance(n, ir.Const) and
+                   isinstance(n.value, float)) or (isinstance(n, ir.BinOp) and n.op == "/")
+                   for n in ir.walk_expr(expr))
+
+
+def rename_loops(stmts, renames: dict):
+    """Rename loop iterators (declarations and uses) inside the statements."""
+    mapping = {old: ir.Var(new) for old, new in renames.items()}
+
+    def go(body):
+        out = []
+        for s in body:
+            if isinstance(s, ir.Loop):
+                out.append(ir.Loop(renames.get(s.iterator, s.iterator), s.lo, s.hi,
+                                   s.annotations, go(s.body), s.loc))
+            else:
+                out.append(s)
+        return tuple(out)
+    return substitute_stmts(go(stmts), mapping)
+
+
+def extent(loop, sizes):
+    """The constant trip count of a loop (hi - lo at these sizes), or None if it varies."""
+    lo, hi = const_value(loop.lo, sizes), const_value(loop.hi, sizes)
+    if lo is None or hi is None:
+        return None
+    return max(0, hi - lo)
+
+
+def accesses_in(stmts):
+    """Every Access (targets and reads) in the statements."""
+    out = []
+    for s in ir.walk_stmts(stmts):
+        if isinstance(s, ir.Assign):
+            out.append(s.target)
+            out.extend(a for a in ir.walk_expr(s.value) if isinstance(a, ir.Access))
+    return out
+
+
+def written_in(stmts) -> set:
+    return {s.target.array for s in ir.walk_stmts(stmts) if isinstance(s, ir.Assign)}
+
+
+def uses_var(stmts, name) -> bool:
+    for s in ir.walk_stmts(stmts):
+        exprs = []
+        if isinstance(s, ir.Loop):
+            exprs = [s.lo, s.hi]
+        elif isinstance(s, ir.Assign):
+            exprs = [s.target, s.value]
+        for e in exprs:
+            if any(isinstance(n, ir.Var) and n.name == name for n in ir.walk_expr(e)):
+                return True
+    return False
