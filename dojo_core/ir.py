@@ -59,10 +59,22 @@ def _loc() -> Optional[Loc]:
 
 # --------------------------------------------------------------------------- expressions
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Const:
+    """A literal. 0 and 0.0 (and 0.0 and -0.0) are different constants: they print
+    differently, so they compare unequal."""
     value: Union[int, float]
     loc: Optional[Loc] = _loc()
+
+    def _key(self):
+        v = self.value
+        return (type(v).__name__, v, str(v) if isinstance(v, float) else None)
+
+    def __eq__(self, other):
+        return isinstance(other, Const) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,7 @@ class Vectorize(_OneLoop):
         stmts = deps.inside(name)
         around = [l.iterator for l in loops_around(program, path)]
         cond = f"{same(around)} and v_{name}_s != v_{name}_t"
-        reductions = {s.name for s in stmts if _is_lane_reduction(s.assign, loop)}
+        reductions = {s.name for s in stmts if _is_lane_reduction(s, stmts)}
 
         def carried(s, t):
             if s.name == t.name and s.name in reductions:
@@ -114,19 +114,21 @@ class Vectorize(_OneLoop):
         return None
 
 
-def _is_lane_reduction(assign, loop) -> bool:
+def _is_lane_reduction(stmt, loop_stmts) -> bool:
     """A reduction whose target no other statement of the loop touches and whose value
-    does not read the target array."""
+    does not read the target array (statements are poly.Statement, compared by name)."""
+    assign = stmt.assign
     if assign.op not in ir.REDUCTION_OPS:
         return False
     target = assign.target.array
     if any(isinstance(a, ir.Access) and a.array == target for a in ir.walk_expr(assign.value)):
         return False
-    for other in ir.assignments(loop.body):
-        if other is assign:
+    for other in loop_stmts:
+        if other.name == stmt.name:
             continue
-        touched = [other.target] + [a for a in ir.walk_expr(other.value) if isinstance(a, ir.Access)]
-        if any(a.array == target for a in touched):
+        a = other.assign
+        touched = [a.target] + [x for x in ir.walk_expr(a.value) if isinstance(x, ir.Access)]
+        if any(x.array == target for x in touched):
             return False
     return True
 
