@@ -69,8 +69,7 @@ class Dependences:
         key = (s.name, t.name)
         if key not in self._pair_set:
             base = self.pair_text(s, t)
-            self._pair_set[key] = None if base is None else \
-                isl.Set(f"{{ [{_vars(s, t)}] : {base} }}").coalesce()
+            self._pair_set[key] = None if base is None else _parse_set(f"{{ [{_vars(s, t)}] : {base} }}")
         return self._pair_set[key]
 
     def exists(self, sources, targets, condition=lambda s, t: "true") -> bool:
@@ -95,6 +94,26 @@ class Dependences:
     def inside(self, iterator: str) -> list:
         """The statements nested in the loop of this iterator (iterator names are unique)."""
         return [s for s in self.statements if iterator in s.iterators]
+
+
+_SET_CACHE: dict = {}
+
+
+def _parse_set(text: str):
+    """isl.Set of a text, memoised across programs: after one step most statement pairs of
+    the new state have the same text as in the previous state (ISL parsing dominates)."""
+    found = _SET_CACHE.get(text)
+    if found is None:
+        if len(_SET_CACHE) > 4096:
+            _SET_CACHE.clear()
+        found = _SET_CACHE[text] = isl.Set(text).coalesce()
+    return found
+
+
+def clear_caches():
+    """Forget every memoised dependence (for benchmarks of first-time states)."""
+    _CACHE.clear()
+    _SET_CACHE.clear()
 
 
 def _vars(s, t) -> str:

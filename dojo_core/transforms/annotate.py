@@ -10,8 +10,9 @@ GPU blocks and threads without changing the results:
   statement of L touches and whose value does not read their own target.
 - unroll L: a constant extent of at most 64.
 - bind L gpu.block.x|y|z / gpu.thread.x|y|z: parallelizable; block loops enclose thread
-  loops; each axis is bound once along a nest; thread loops have constant extents whose
-  product is at most 1024.
+  loops; each axis is bound once along a nest; thread loops have extents bounded by
+  constants (a split tail `0..min(32, ...)` counts as 32, guarded in the generated code)
+  whose product is at most 1024.
 A loop carries at most one annotation.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from .. import ir
 from ..deps import dependences, same
 from .base import Transformation
-from .util import extent, find_loop, loops_around, replace_at
+from .util import extent, find_loop, loops_around, max_extent, replace_at
 
 MAX_UNROLL = 64
 MAX_THREADS = 1024
@@ -186,13 +187,13 @@ class Bind(Transformation):
         if kind == "thread" and any(a.startswith("gpu.block") for l in inner for a in l.annotations):
             return f"a thread loop cannot enclose a block loop"
         if kind == "thread":
-            n = extent(loop, program.size_values)
+            n = max_extent(loop, program.size_values)
             if n is None:
-                return f"loop '{name}' has no constant extent (thread loops need one)"
+                return f"loop '{name}' has no constant bound on its extent (thread loops need one)"
             threads = n
             for l in around + inner:
                 if any(a.startswith("gpu.thread") for a in l.annotations):
-                    threads *= extent(l, program.size_values) or 1
+                    threads *= max_extent(l, program.size_values) or 1
             if threads > MAX_THREADS:
                 return f"{threads} threads per block exceed the limit of {MAX_THREADS}"
         if carries_dependence(program, name, path):

@@ -13,7 +13,7 @@ from .. import ir
 from ..affine import add, mul, simplify, sub
 from ..poly import const_value
 from .base import Transformation, parse_int
-from .util import declared_names, extent, find_loop, replace_at, substitute_stmts
+from .util import declared_names, extent, find_loop, max_extent, replace_at, substitute_stmts
 
 MAX_FACTOR = 4096
 
@@ -52,9 +52,7 @@ class Split(Transformation):
     def candidates(self, program):
         sizes = program.size_values
         for loop in ir.loops(program):
-            n = extent(loop, sizes)
-            if n is None:
-                n = _tail_bound(loop, sizes)
+            n = max_extent(loop, sizes)
             if n:
                 for f in factor_menu(n):
                     yield loop.iterator, f
@@ -96,15 +94,6 @@ class Split(Transformation):
         new = ir.Loop(outer, ir.Const(0), outer_hi, outer_ann,
                       (ir.Loop(inner, ir.Const(0), inner_hi, inner_ann, body),))
         return replace_at(program, path, [new])
-
-
-def _tail_bound(loop, sizes):
-    """For a tail loop 0..min(F, ...) the constant F bounds the extent."""
-    if isinstance(loop.hi, ir.Call) and loop.hi.func == "min" and const_value(loop.lo, sizes) == 0:
-        vals = [const_value(a, sizes) for a in loop.hi.args]
-        vals = [v for v in vals if v is not None]
-        return min(vals) if vals else None
-    return None
 
 
 SPLIT = Split()

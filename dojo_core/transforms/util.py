@@ -174,6 +174,17 @@ def extent(loop, sizes):
     return max(0, hi - lo)
 
 
+def max_extent(loop, sizes):
+    """A constant bound on a loop's trip count: its extent, or F for a tail 0..min(F, ...)."""
+    n = extent(loop, sizes)
+    if n is not None:
+        return n
+    if isinstance(loop.hi, ir.Call) and loop.hi.func == "min" and const_value(loop.lo, sizes) == 0:
+        vals = [v for v in (const_value(a, sizes) for a in loop.hi.args) if v is not None]
+        return min(vals) if vals else None
+    return None
+
+
 def accesses_in(stmts):
     """Every Access (targets and reads) in the statements."""
     out = []
