@@ -101,7 +101,14 @@ class _Structure:
     def _affine(self, expr, iterators, stmt, allow_minmax=False) -> bool:
         for node in ir.walk_expr(expr):
             if isinstance(node, ir.Var) and node.name not in iterators and node.name not in self.sizes:
-                self.errors.append(_err(node, f"unknown name '{node.name}'", stmt))
+                known = self.declared.get(node.name)
+                if isinstance(known, ir.Loop):
+                    msg = f"iterator '{node.name}' is not in scope here"
+                elif known is not None:
+                    msg = f"'{node.name}' is not an integer iterator or size"
+                else:
+                    msg = f"unknown name '{node.name}'"
+                self.errors.append(_err(node, msg, stmt))
                 return False
         try:
             affine_text(expr, self.sizes, iterators, allow_minmax=allow_minmax)
@@ -192,9 +199,7 @@ class _Structure:
                 self.errors.append(_err(expr, f"'{expr.op}' needs integer operands, got {k}", stmt))
                 return None
             if expr.op == "/" and k in INT_KINDS:
-                self.errors.append(_err(expr, "'/' on integers: use '//' for integer division "
-                                              "or a float constant such as 1.0", stmt))
-                return None
+                return "float"    # '/' is true division: 1 / M is a float
             return k
         if isinstance(expr, ir.Call):
             kinds = [self._type(a, arrays, iterators, stmt) for a in expr.args]
@@ -205,6 +210,9 @@ class _Structure:
                     self.errors.append(_err(expr, "select() needs a comparison as its first argument", stmt))
                     return None
                 return self._combine(kinds[1], kinds[2], expr, stmt)
+            if "bool" in kinds:
+                self.errors.append(_err(expr, "a comparison is not a number: use select(cond, a, b)", stmt))
+                return None
             k = kinds[0] if len(kinds) == 1 else self._combine(kinds[0], kinds[1], expr, stmt)
             if k is None:
                 return None
@@ -296,21 +304,22 @@ def _eval_point(expr, env):
 
 
 def _uninitialised_read(model, reader, acc, writers, local_iters):
-    idx = model.index_texts(reader, acc)
+    idx = model.index_texts(reader, acc, "_r")   # _r / _w suffixes never collide
     outs = ", ".join(f"e{k}" for k in range(len(idx)))
     eqs = "".join(f" and e{k} = {t}" for k, t in enumerate(idx))
-    read = isl.Set(f"{{ [{reader.vars_text()}{', ' if idx and reader.iterators else ''}{outs}] : "
-                   f"{model.domain_text(reader)}{eqs} }}")
-    sched_r = model.schedule_texts(reader)
+    rvars = reader.vars_text("_r")
+    read = isl.Set(f"{{ [{rvars}{', ' if idx and reader.iterators else ''}{outs}] : "
+                   f"{model.domain_text(reader, '_r')}{eqs} }}")
+    sched_r = model.schedule_texts(reader, "_r")
     for w in writers:
         widx = model.index_texts(w, w.assign.target, "_w")
         weqs = "".join(f" and e{k} = {t}" for k, t in enumerate(widx))
-        same_block = "".join(f" and v_{i}_w = v_{i}" for i in (local_iters or ()))
+        same_block = "".join(f" and v_{i}_w = v_{i}_r" for i in (local_iters or ()))
         wvars = w.vars_text("_w")
         before = lex_before_text(model.schedule_texts(w, "_w"), sched_r)
         body = f"{model.domain_text(w, '_w')}{weqs}{same_block} and {before}"
         cond = f"exists ({wvars} : {body})" if wvars else f"({body})"
-        covered = isl.Set(f"{{ [{reader.vars_text()}{', ' if idx and reader.iterators else ''}"
+        covered = isl.Set(f"{{ [{rvars}{', ' if idx and reader.iterators else ''}"
                           f"{outs}] : {cond} }}")
         read = read.subtract(covered)
         if read.is_empty():

@@ -293,7 +293,8 @@ def parse(text: str, filename: str = "<input>") -> ir.Program:
                             tok.line, tok.column, filename) from None
         line = tok.line if tok.line is not None else exc.line
         col = tok.column if tok.column is not None else exc.column
-        if tok.type == "_INDENT":
+        if tok.type == "_INDENT":   # lark places it on the newline that precedes the line
+            line, col = _first_code_after(text, line or 1)
             raise DojoError("syntax error: unexpected indentation", line, col, filename) from None
         raise DojoError(f"syntax error: unexpected {_describe(tok)}{_expected(exc)}",
                         line or 1, col or 1, filename) from None
@@ -317,6 +318,16 @@ def parse(text: str, filename: str = "<input>") -> ir.Program:
     program = _resolve(program)
     return ir.Program(program.name, program.sizes, program.arrays, program.body,
                       _leading_doc(text), program.loc)
+
+
+def _first_code_after(text: str, line: int):
+    """(line, col) of the first non-blank, non-comment line after `line`."""
+    lines = text.splitlines()
+    for n in range(line + 1, len(lines) + 1):
+        stripped = lines[n - 1].lstrip(" \t")
+        if stripped and not stripped.startswith("#"):
+            return n, len(lines[n - 1]) - len(stripped) + 1
+    return line, 1
 
 
 def _dedent_line(text: str) -> int:
