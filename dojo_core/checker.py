@@ -9,6 +9,8 @@ A valid program therefore never reads garbage nor touches memory outside its buf
 """
 from __future__ import annotations
 
+import re
+
 import islpy as isl
 
 from . import ir
@@ -94,6 +96,9 @@ class _Structure:
                 if len(set(stmt.annotations)) != len(stmt.annotations):
                     self.errors.append(_err(stmt, f"loop '{stmt.iterator}' repeats an annotation"))
                 self._declare(stmt.iterator, stmt)
+                if re.match(r"s\d+$", stmt.iterator):
+                    self.errors.append(_err(stmt, f"iterator name '{stmt.iterator}' is reserved: "
+                                                  "s<digits> names statements in step texts"))
                 self._body(stmt.body, arrays, iterators + (stmt.iterator,))
             else:
                 self._assign(stmt, arrays, iterators)

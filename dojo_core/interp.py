@@ -139,11 +139,11 @@ def run(program: ir.Program, inputs: dict, vectorize: bool = True) -> dict:
                 raise ValueError(f"missing input {decl.name!r} ({decl.kind} {decl.dtype})")
             value = _input(decl, inputs[decl.name], shape, dtype)
             if decl.dtype == "bf16":
-                value = rt.round_bf16(value).reshape(shape)
+                value = np.asarray(rt.round_bf16(value), dtype=dtype).reshape(shape)
             if decl.kind == "inout":
                 value = np.array(value, dtype=dtype, order="C", copy=True)
             else:
-                value = value.view()
+                value = np.asarray(value).view()
                 value.flags.writeable = False
         else:
             value = rt.alloc(shape, dtype)

@@ -140,6 +140,9 @@ class Model:
                 self._collect(stmt.body, loops + (stmt,), positions + (pos,))
 
     def statement_of(self, assign: ir.Assign) -> Statement:
+        """The statement of an Assign node of *this model's program object* (by identity:
+        a Dependences fetched from the value-keyed cache may hold an equal program's nodes,
+        so match by textual position there)."""
         for s in self.statements:
             if s.assign is assign:
                 return s

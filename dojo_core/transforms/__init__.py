@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from .base import NotApplicable, Transformation
 from . import annotate, interchange, split
+from . import fission, fuse, hoist, merge, reorder
+from . import accumulate, inline, layout, materialize, stage
 
 REGISTRY: dict = {}
 
@@ -22,8 +24,10 @@ def register(t: Transformation) -> Transformation:
     return t
 
 
-for _t in (split.SPLIT, interchange.INTERCHANGE, annotate.PARALLELIZE, annotate.VECTORIZE,
-           annotate.UNROLL, annotate.BIND):
+for _t in (split.SPLIT, interchange.INTERCHANGE, merge.MERGE, fuse.FUSE,
+           fission.FISSION, reorder.REORDER, hoist.HOIST, annotate.PARALLELIZE, annotate.VECTORIZE,
+           annotate.UNROLL, annotate.BIND, stage.STAGE, accumulate.ACCUMULATE, layout.LAYOUT,
+           inline.INLINE, materialize.MATERIALIZE):
     register(_t)
 
 

@@ -20,6 +20,8 @@ MAX_FACTOR = 4096
 
 def split_names(program, base: str):
     taken = declared_names(program)
+    if base == "s":          # s0, s1 would read as statement references
+        base = "s_"
     k = 0
     while f"{base}{k}" in taken or f"{base}{k + 1}" in taken:
         k += 2

@@ -109,8 +109,15 @@ def declared_names(program) -> set:
     return names
 
 
+def reserved(name: str) -> bool:
+    """Names of the form s<digits> are statement references, never iterator names."""
+    return STMT_REF.match(name) is not None
+
+
 def fresh(taken: set, base: str, start: int = 2) -> str:
-    """base<k> for the smallest k >= start that is not taken (and records it)."""
+    """base<k> for the smallest k >= start that is not taken nor reserved (and records it)."""
+    if base == "s":
+        base = "s_"
     k = start
     while f"{base}{k}" in taken:
         k += 1

@@ -1,0 +1,217 @@
+"""accumulate C at L as NAME [in register|stack]: the elements of C touched by loop L (all
+its iterations, for one iteration of the loops around L) live in a local buffer while L
+runs: loaded before L, every access of C inside L rewritten to the buffer, stored back
+after L (register blocking, cache write).
+
+    for i1 in 0..4:                               local acc: f32[4, 16] in register
+      for k in 0..K:                              for i2 in 0..4:
+        for j1 in 0..16:              ==>           for j2 in 0..16:
+          C[4*i0 + i1, 16*j0 + j1] += ...             acc[i2, j2] = C[4*i0 + i2, 16*j0 + j2]
+                                                  for i1 in 0..4:
+                                                    for k in 0..K:
+                                                      for j1 in 0..16:
+                                                        acc[i1, j1] += ...
+                                                  for i3 in 0..4:
+                                                    for j3 in 0..16:
+                                                      C[4*i0 + i3, 16*j0 + j3] = acc[i3, j3]
+
+The buffer is the footprint's bounding box (footprint.py), with dimensions of extent 1
+dropped (`accumulate C at k` in a matmul gives a scalar). The load is left out when every
+element of the box is first written with `=` inside L (an `=` statement touches the whole
+box and no other statement of L touches an element before it: exact dependences). Legal when
+C is written inside L, the box is constant with at most 2^20 elements (256 `in register`),
+and the load reads only initialised elements: always for in/inout arrays; for others when
+every access of C in L reads before it writes and one access touches the whole box (the
+valid program then reads each element before L writes it); otherwise the checker decides
+on the result. The result is re-checked with the checker.
+"""
+from __future__ import annotations
+
+from math import prod
+
+from .. import ir
+from ..checker import check as check_program
+from ..deps import dependences, same
+from ..poly import const_value
+from . import footprint as fp
+from .base import NotApplicable, Transformation
+from .util import declared_names, replace_at
+
+SPACES = ("register", "stack")
+
+
+class Accumulate(Transformation):
+    name = "accumulate"
+    usage = "accumulate ARRAY at LOOP as NAME [in register|stack]"
+
+    def parse(self, words):
+        if len(words) not in (5, 7) or words[1] != "at" or words[3] != "as":
+            raise self.usage_error()
+        space = None
+        if len(words) == 7:
+            if words[5] != "in" or words[6] not in SPACES:
+                raise self.usage_error(f"unknown memory space '{' '.join(words[5:])}'")
+            space = words[6]
+        return words[0], words[2], words[4], space
+
+    def format(self, params):
+        array, loop, name, space = params
+        return f"accumulate {array} at {loop} as {name}" + (f" in {space}" if space else "")
+
+    # ------------------------------------------------------------------ analysis
+
+    def _plan(self, program, array, loop_name, use_isl=True):
+        """A dict (loop, path, decl, refs, box, load: True/False/None) or a reason; load is
+        None when only the checker can decide."""
+        plan = fp.CACHE.get(program, ("accumulate", array, loop_name, False),
+                            lambda: self._compute(program, array, loop_name, False))
+        if use_isl and isinstance(plan, str) and plan.endswith(f"({fp.NEEDS_ISL})"):
+            plan = fp.CACHE.get(program, ("accumulate", array, loop_name, True),
+                                lambda: self._compute(program, array, loop_name, True))
+        return plan
+
+    def _compute(self, program, array, loop_name, use_isl):
+        if loop_name not in fp.loop_table(program):
+            return f"there is no loop '{loop_name}'"
+        loop, path, around = fp.loop_table(program)[loop_name]
+        decl = fp.visible_decl(program, path, array)
+        if decl is None:
+            return f"there is no array or local '{array}' visible at loop '{loop_name}'"
+        refs = fp.loop_refs(program, loop_name, array, True)
+        if not any(r.write for r in refs):
+            return f"'{array}' is not written inside loop '{loop_name}' (stage it instead)"
+        if around and "vector" in around[-1].annotations:
+            return (f"loop '{loop_name}' is the body of the vectorized loop "
+                    f"'{around[-1].iterator}'; accumulate before vectorizing")
+        try:
+            box = fp.compute_box(program, around, refs, decl.dims, use_isl)
+        except fp.BoxError as exc:
+            return (f"the footprint of '{array}' in loop '{loop_name}' has no usable "
+                    f"bounding box ({exc})")
+        plan = dict(loop=loop, path=path, decl=decl, refs=refs, box=box, load=None)
+        if box.exact:
+            if _skip_proved(program, plan):
+                plan["load"] = False
+            elif fp.kind_of(decl) in ("in", "inout") or (
+                    box.covering and all(r.stmt.op != "=" for r in refs if r.write)):
+                plan["load"] = True
+        return plan
+
+    def check(self, program, params):
+        array, loop_name, name, space = params
+        plan = self._plan(program, array, loop_name)
+        if isinstance(plan, str):
+            return plan
+        problem = fp.name_problem(program, name)
+        if problem:
+            return problem
+        size = plan["box"].size
+        if size > fp.MAX_ELEMENTS:
+            return (f"the footprint of '{array}' in '{loop_name}' has {size} elements, more "
+                    f"than the {fp.MAX_ELEMENTS} a local buffer may hold")
+        if space == "register" and size > fp.MAX_REGISTER:
+            return (f"the footprint of '{array}' in '{loop_name}' has {size} elements, more "
+                    f"than the {fp.MAX_REGISTER} that fit in registers")
+        if plan["load"] is None or not plan["box"].exact:
+            result = self._result(program, params, plan)
+            if isinstance(result, str):
+                return result
+        return None
+
+    def _result(self, program, params, plan):
+        """The transformed program, or a reason when the checker rejects it."""
+        def compute():
+            tries = [plan["load"]] if plan["load"] is not None else [False, True]
+            errors = []
+            for load in tries:
+                new = _build(program, params, plan, load)
+                errors = check_program(new)
+                if not errors:
+                    return new
+            if plan["load"] is None:
+                return (f"{params[0]}'s elements in {params[1]} are not all initialised "
+                        f"before {params[1]}")
+            return f"accumulate produced an invalid program (a bug): {errors[0].message}"
+        return fp.CACHE.get(program, ("accumulate-result",) + tuple(params), compute)
+
+    def apply(self, program, params):
+        plan = self._plan(program, params[0], params[1])
+        if isinstance(plan, str):
+            raise NotApplicable(plan)
+        result = self._result(program, params, plan)
+        if isinstance(result, str):
+            raise NotApplicable(result)
+        return result
+
+    # ------------------------------------------------------------------ enumeration
+
+    def candidates(self, program):
+        sizes = program.size_values
+        for loop, _, around in fp.loop_table(program).values():
+            nested = bool(around)
+            arrays = list(dict.fromkeys(s.target.array for s in ir.assignments(loop.body)))
+            for array in arrays:
+                plan = self._plan(program, array, loop.iterator, use_isl=False)
+                if isinstance(plan, str) or plan["load"] is None:
+                    continue
+                box = plan["box"]
+                whole = prod(const_value(d, sizes) for d in plan["decl"].dims)
+                if not (box.size < whole or nested or box.size == 1) \
+                        or box.size > fp.MAX_ELEMENTS:
+                    continue
+                name = fp.default_name(program, "acc")
+                yield array, loop.iterator, name, None
+                if box.size <= fp.MAX_REGISTER:
+                    yield array, loop.iterator, name, "register"
+
+
+def _skip_proved(program, plan) -> bool:
+    """Is every element of the box written with '=' inside L before L touches it otherwise?
+    An '=' statement S whose access alone covers the box, whose value does not read C, and
+    which no other statement of L precedes on the same element: shown syntactically (every
+    other access uses S's index text and comes textually later, so within each iteration of
+    the loops around both it follows S's write of that very element), else by exact
+    dependences."""
+    refs, box = plan["refs"], plan["box"]
+    array = plan["decl"].name
+    index = fp.assignment_index(program)
+    around = [l.iterator for l in fp.loop_table(program)[plan["loop"].iterator][2]]
+    for k in box.covering:
+        ref = refs[k]
+        if not ref.write or ref.stmt.op != "=" or any(
+                isinstance(a, ir.Access) and a.array == array for a in ir.walk_expr(ref.stmt.value)):
+            continue
+        others = [r for r in refs if r.stmt is not ref.stmt]
+        me = index[id(ref.stmt)]
+        if all(r.access.indices == ref.access.indices and index[id(r.stmt)] > me
+               for r in others):
+            return True
+        deps = dependences(program)
+        sts = deps.statements
+        cond = same(around)
+        sources = [sts[i] for i in dict.fromkeys(index[id(r.stmt)] for r in others)]
+        if not deps.exists(sources, [sts[me]], lambda s, t: cond):
+            return True
+    return False
+
+
+def _build(program, params, plan, load: bool):
+    array, _, name, space = params
+    loop, path, decl, refs, box = (plan[k] for k in ("loop", "path", "decl", "refs", "box"))
+    taken = declared_names(program) | {name}
+    region = {l.iterator for l in fp.region_loops([loop])}
+    local = ir.Local(name, decl.dtype, box.local_dims(), space)
+    new = [local]
+    if load:
+        iters = fp.copy_iterators(taken, refs, box, region)
+        new.append(fp.copy_nest(box, iters, lambda li, ai: ir.Assign(
+            ir.Access(name, li), "=", ir.Access(array, ai))))
+    new += fp.rewrite_accesses([loop], array,
+                               lambda acc: ir.Access(name, box.local_index(acc), acc.loc))
+    iters = fp.copy_iterators(taken, refs, box, region)
+    new.append(fp.copy_nest(box, iters, lambda li, ai: ir.Assign(
+        ir.Access(array, ai), "=", ir.Access(name, li))))
+    return replace_at(program, path, new)
+
+
+ACCUMULATE = Accumulate()

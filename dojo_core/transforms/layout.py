@@ -1,0 +1,99 @@
+"""layout T P0 P1 ...: permute the dimensions of a local or temp buffer T (its declaration
+and every access); new dimension k is old dimension Pk (numpy's transpose convention).
+
+    local Bt: f32[K, 16]                         local Bt: f32[16, K]
+    for k1 in 0..K:                              for k1 in 0..K:
+      for j2 in 0..16:              ==>            for j2 in 0..16:
+        Bt[k1, j2] = B[k1, 16*j0 + j2]               Bt[j2, k1] = B[k1, 16*j0 + j2]
+    ... A[i, k] * Bt[k, j1]                      ... A[i, k] * Bt[j1, k]
+
+Always legal: the buffer is private to the kernel, the map between old and new positions
+is a bijection, and every access goes through it. Arrays of the interface (in, out, inout)
+keep their layout.
+"""
+from __future__ import annotations
+
+from itertools import permutations
+
+from .. import ir
+from . import footprint as fp
+from .base import Transformation
+
+MAX_ENUM_RANK = 3
+
+
+def _buffers(program) -> dict:
+    """name -> declaration of every local and temp array."""
+    out = {d.name: d for d in program.arrays if d.kind == "temp"}
+    for s in ir.walk_stmts(program.body):
+        if isinstance(s, ir.Local):
+            out[s.name] = s
+    return out
+
+
+class Layout(Transformation):
+    name = "layout"
+    usage = "layout BUFFER P0 P1 ... (a permutation of 0..rank-1)"
+
+    def parse(self, words):
+        if len(words) < 2:
+            raise self.usage_error()
+        try:
+            perm = tuple(int(w) for w in words[1:])
+        except ValueError:
+            raise self.usage_error("the permutation must be integers") from None
+        return words[0], perm
+
+    def format(self, params):
+        return f"layout {params[0]} " + " ".join(str(p) for p in params[1])
+
+    def candidates(self, program):
+        for name, decl in _buffers(program).items():
+            rank = len(decl.dims)
+            if 2 <= rank <= MAX_ENUM_RANK:
+                for perm in permutations(range(rank)):
+                    if perm != tuple(range(rank)):
+                        yield name, perm
+
+    def check(self, program, params):
+        name, perm = params
+        decl = _buffers(program).get(name)
+        if decl is None:
+            if program.array(name) is not None:
+                return (f"'{name}' is an {program.array(name).kind} array of the kernel's "
+                        "interface; only locals and temps change layout")
+            return f"there is no local or temp buffer '{name}'"
+        rank = len(decl.dims)
+        if sorted(perm) != list(range(rank)):
+            return (f"{' '.join(map(str, perm))} is not a permutation of the {rank} "
+                    f"dimensions of '{name}'")
+        if perm == tuple(range(rank)):
+            return "the identity permutation changes nothing"
+        return None
+
+    def apply(self, program, params):
+        name, perm = params
+
+        def permute(seq):
+            return tuple(seq[p] for p in perm)
+
+        def decls(body):
+            out = []
+            for s in body:
+                if isinstance(s, ir.Local) and s.name == name:
+                    out.append(ir.Local(s.name, s.dtype, permute(s.dims), s.space, s.loc))
+                elif isinstance(s, ir.Loop):
+                    out.append(ir.Loop(s.iterator, s.lo, s.hi, s.annotations, decls(s.body),
+                                       s.loc))
+                else:
+                    out.append(s)
+            return tuple(out)
+
+        body = fp.rewrite_accesses(decls(program.body), name,
+                                   lambda a: ir.Access(a.array, permute(a.indices), a.loc))
+        arrays = tuple(ir.ArrayDecl(d.kind, d.name, d.dtype, permute(d.dims), d.loc)
+                       if d.name == name else d for d in program.arrays)
+        return ir.Program(program.name, program.sizes, arrays, body, program.doc, program.loc)
+
+
+LAYOUT = Layout()

@@ -1,0 +1,184 @@
+"""stage A at L as NAME [in register|stack|shared]: copy the footprint of A read in one
+iteration of L into a local buffer at the top of L's body (cache read, packing, im2col-like
+staging) and read the buffer instead.
+
+    for j0 in 0..M // 16:                      for j0 in 0..M // 16:
+      for i in 0..N:                             local Bt: f32[K, 16]
+        for k in 0..K:                  ==>      for k1 in 0..K:
+          for j1 in 0..16:                         for j2 in 0..16:
+            C[i, 16*j0 + j1] += ...                  Bt[k1, j2] = B[k1, 16*j0 + j2]
+                  * B[k, 16*j0 + j1]             for i in 0..N:
+                                                   for k in 0..K:
+                                                     for j1 in 0..16:
+                                                       C[i, 16*j0 + j1] += ... * Bt[k, j1]
+
+The buffer is the footprint's bounding box (footprint.py): per dimension the offset is the
+index with the iterators of the loops inside L at their lower bounds and the extent is
+constant; dimensions of extent 1 are dropped (a row gives a 1-D buffer, one element a
+scalar). Copy loops stop at the array's end (`0..min(32, N - 32*i0)`) when the box can pass
+it. Legal when A is not written inside L (else the copy would go stale), the box is constant
+and holds at most 2^20 elements (256 `in register`), `in shared` sits inside a gpu.block
+loop and outside gpu.thread loops, and every copied element is initialised when L starts
+(always for in/inout arrays; else proved). The result is re-checked with the checker.
+"""
+from __future__ import annotations
+
+from math import prod
+
+from .. import ir
+from ..checker import check as check_program
+from ..poly import const_value
+from . import footprint as fp
+from .base import NotApplicable, Transformation
+from .util import declared_names, loops_around, replace_at, with_body
+
+
+class Stage(Transformation):
+    name = "stage"
+    usage = "stage ARRAY at LOOP as NAME [in register|stack|shared]"
+
+    def parse(self, words):
+        if len(words) not in (5, 7) or words[1] != "at" or words[3] != "as":
+            raise self.usage_error()
+        space = None
+        if len(words) == 7:
+            if words[5] != "in" or words[6] not in ir.MEMORY_SPACES:
+                raise self.usage_error(f"unknown memory space '{' '.join(words[5:])}'")
+            space = words[6]
+        return words[0], words[2], words[4], space
+
+    def format(self, params):
+        array, loop, name, space = params
+        return f"stage {array} at {loop} as {name}" + (f" in {space}" if space else "")
+
+    # ------------------------------------------------------------------ analysis
+
+    def _plan(self, program, array, loop_name, use_isl=True):
+        """(loop, path, decl, refs, box) or a reason string (independent of name/space);
+        the box from the affine forms, else (use_isl) from islpy."""
+        plan = fp.CACHE.get(program, ("stage", array, loop_name, False),
+                            lambda: self._compute(program, array, loop_name, False))
+        if use_isl and isinstance(plan, str) and plan.endswith(f"({fp.NEEDS_ISL})"):
+            plan = fp.CACHE.get(program, ("stage", array, loop_name, True),
+                                lambda: self._compute(program, array, loop_name, True))
+        return plan
+
+    def _compute(self, program, array, loop_name, use_isl):
+        if loop_name not in fp.loop_table(program):
+            return f"there is no loop '{loop_name}'"
+        loop, path, around = fp.loop_table(program)[loop_name]
+        decl = fp.visible_decl(program, path, array)
+        if decl is None:
+            return f"there is no array or local '{array}' visible at loop '{loop_name}'"
+        refs = fp.loop_refs(program, loop_name, array, False)
+        if any(r.write for r in refs):
+            return (f"'{array}' is written inside loop '{loop_name}', so a copy made at "
+                    "the start of each iteration would go stale")
+        if not refs:
+            return f"'{array}' is not read inside loop '{loop_name}'"
+        if "vector" in loop.annotations:
+            return (f"loop '{loop_name}' is vectorized and its body must stay free of "
+                    "loops; stage before vectorizing")
+        outer = around + [loop]
+        try:
+            box = fp.compute_box(program, outer, refs, decl.dims, use_isl)
+        except fp.BoxError as exc:
+            return (f"the footprint of '{array}' in one iteration of '{loop_name}' has "
+                    f"no usable bounding box ({exc})")
+        return loop, path, decl, refs, box
+
+    def _needs_proof(self, plan) -> bool:
+        """Must the checker prove that the copied elements are initialised?"""
+        _, _, decl, _, box = plan
+        return fp.kind_of(decl) not in ("in", "inout") and not box.covering
+
+    def check(self, program, params):
+        array, loop_name, name, space = params
+        plan = self._plan(program, array, loop_name)
+        if isinstance(plan, str):
+            return plan
+        loop, path, decl, refs, box = plan
+        problem = fp.name_problem(program, name)
+        if problem:
+            return problem
+        if box.size > fp.MAX_ELEMENTS:
+            return (f"the footprint of '{array}' in '{loop_name}' has {box.size} elements, "
+                    f"more than the {fp.MAX_ELEMENTS} a local buffer may hold")
+        if space == "register" and box.size > fp.MAX_REGISTER:
+            return (f"the footprint of '{array}' in '{loop_name}' has {box.size} elements, "
+                    f"more than the {fp.MAX_REGISTER} that fit in registers")
+        if space == "shared":
+            around = loops_around(program, path) + [loop]
+            anns = [a for l in around for a in l.annotations]
+            if not any(a.startswith("gpu.block") for a in anns):
+                return "a shared buffer must be declared inside a gpu.block loop"
+            if any(a.startswith("gpu.thread") for a in anns):
+                return "a shared buffer must be declared outside gpu.thread loops"
+        if self._needs_proof(plan) or not box.exact:
+            result = self._result(program, params, plan)
+            if isinstance(result, str):
+                return result
+        return None
+
+    def _result(self, program, params, plan):
+        """The staged program, or a reason when the checker rejects it."""
+        def compute():
+            new = _build(program, params, plan)
+            errors = check_program(new)
+            if not errors:
+                return new
+            if self._needs_proof(plan):
+                return (f"some elements of '{params[0]}' copied at the start of "
+                        f"'{params[1]}' are not initialised there")
+            return f"staging produced an invalid program (a bug): {errors[0].message}"
+        return fp.CACHE.get(program, ("stage-result",) + tuple(params), compute)
+
+    def apply(self, program, params):
+        plan = self._plan(program, params[0], params[1])
+        if isinstance(plan, str):
+            raise NotApplicable(plan)
+        result = self._result(program, params, plan)
+        if isinstance(result, str):
+            raise NotApplicable(result)
+        return result
+
+    # ------------------------------------------------------------------ enumeration
+
+    def candidates(self, program):
+        for loop, _, around in fp.loop_table(program).values():
+            nested = bool(around)
+            written = {s.target.array for s in ir.assignments(loop.body)}
+            seen = []
+            for s in ir.assignments(loop.body):
+                for a in ir.walk_expr(s.value):
+                    if isinstance(a, ir.Access) and a.array not in written and a.array not in seen:
+                        seen.append(a.array)
+            for array in seen:
+                plan = self._plan(program, array, loop.iterator, use_isl=False)
+                if isinstance(plan, str) or self._needs_proof(plan):
+                    continue
+                decl, box = plan[2], plan[4]
+                whole = prod(const_value(d, program.size_values) for d in decl.dims)
+                if not (box.size < whole or nested) or box.size > fp.MAX_ELEMENTS:
+                    continue
+                name = fp.default_name(program, array + "t")
+                yield array, loop.iterator, name, None
+                if box.size <= fp.MAX_REGISTER:
+                    yield array, loop.iterator, name, "register"
+
+
+def _build(program, params, plan):
+    array, _, name, space = params
+    loop, path, decl, refs, box = plan
+    taken = declared_names(program) | {name}
+    region = {l.iterator for l in fp.region_loops(loop.body)}
+    iters = fp.copy_iterators(taken, refs, box, region)
+    local = ir.Local(name, decl.dtype, box.local_dims(), space)
+    copy = fp.copy_nest(box, iters, lambda li, ai: ir.Assign(ir.Access(name, li), "=",
+                                                             ir.Access(array, ai)))
+    body = fp.rewrite_accesses(loop.body, array,
+                               lambda acc: ir.Access(name, box.local_index(acc), acc.loc))
+    return replace_at(program, path, [with_body(loop, (local, copy) + body)])
+
+
+STAGE = Stage()

@@ -1,0 +1,711 @@
+"""The data transformations: stage, accumulate, layout, inline, materialize (DESIGN.md
+section 4, TRANSFORMS.md pictures).
+
+Golden before/after texts, one test per refusal reason, and equivalence on the reference
+interpreter: every golden case, and sampled legal applications (alone and after splits and
+interchanges) on every library kernel at its test sizes.
+"""
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import pytest
+
+from dojo_core import interp
+from dojo_core.checker import check
+from dojo_core.kernels import info, list_kernels, load_kernel, random_inputs
+from dojo_core.parser import parse
+from dojo_core.printer import print_program
+from dojo_core.transforms import REGISTRY, apply_step, explain
+from dojo_core.transforms import footprint
+from dojo_core.transforms.base import NotApplicable
+
+MINE = ("stage", "accumulate", "layout", "inline", "materialize")
+
+
+def kernel(text: str):
+    program = parse(text)
+    assert check(program) == []
+    return program
+
+
+def assert_same_outputs(before, after, seed=0, context=""):
+    inputs = random_inputs(before, seed)
+    want = interp.run(before, inputs)
+    got = interp.run(after, inputs)
+    for name, value in want.items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-5,
+                                   err_msg=f"output {name} differs {context}")
+
+
+def apply_all(program, steps):
+    for step in steps:
+        assert explain(program, step) is None, step
+        program = apply_step(program, step)
+    return program
+
+
+def golden(before_text, steps, after_text):
+    before = kernel(before_text)
+    after = apply_all(before, steps)
+    assert print_program(after) == after_text
+    assert check(after) == []
+    assert parse(after_text) == after
+    assert_same_outputs(before, after)
+    return after
+
+
+# --------------------------------------------------------------------------- programs
+
+TILED = """\
+kernel matmul(N = 24, M = 32, K = 20)
+in    A: f32[N, K]
+in    B: f32[K, M]
+inout C: f32[N, M]
+
+for j0 in 0..M // 16:
+  for i in 0..N:
+    for k in 0..K:
+      for j1 in 0..16:
+        C[i, 16*j0 + j1] += A[i, k] * B[k, 16*j0 + j1]
+"""
+
+MATMUL = """\
+kernel matmul(N = 8, M = 32, K = 12)
+in  A: f32[N, K]
+in  B: f32[K, M]
+out C: f32[N, M]
+
+for i in 0..N:
+  for j in 0..M:
+    C[i, j] = 0
+    for k in 0..K:
+      C[i, j] += A[i, k] * B[k, j]
+"""
+
+TAIL = """\
+kernel rows(N = 100, K = 8)
+in  A: f32[N, K]
+out s: f32[N]
+
+for i0 in 0..(N + 31) // 32:
+  for i1 in 0..min(32, N - 32*i0):
+    s[32*i0 + i1] = 0
+    for k in 0..K:
+      s[32*i0 + i1] += A[32*i0 + i1, k]
+"""
+
+TILE_AFTER_INIT = """\
+kernel mm(N = 8, M = 32, K = 12)
+in  A: f32[N, K]
+in  B: f32[K, M]
+out C: f32[N, M]
+
+for i in 0..N:
+  for j in 0..M:
+    C[i, j] = 0
+for i0 in 0..N // 4:
+  for j0 in 0..M // 16:
+    for i1 in 0..4:
+      for k in 0..K:
+        for j1 in 0..16:
+          C[4*i0 + i1, 16*j0 + j1] += A[4*i0 + i1, k] * B[k, 16*j0 + j1]
+"""
+
+
+# --------------------------------------------------------------------------- stage
+
+def test_stage_tiled_matmul_picture():
+    golden(TILED, ["stage B at j0 as Bt"], """\
+kernel matmul(N = 24, M = 32, K = 20)
+in    A: f32[N, K]
+in    B: f32[K, M]
+inout C: f32[N, M]
+
+for j0 in 0..M // 16:
+  local Bt: f32[K, 16]
+  for k1 in 0..K:
+    for j2 in 0..16:
+      Bt[k1, j2] = B[k1, 16*j0 + j2]
+  for i in 0..N:
+    for k in 0..K:
+      for j1 in 0..16:
+        C[i, 16*j0 + j1] += A[i, k] * Bt[k, j1]
+""")
+
+
+def test_stage_one_element_gives_a_scalar():
+    golden(MATMUL, ["stage A at k as At"], """\
+kernel matmul(N = 8, M = 32, K = 12)
+in  A: f32[N, K]
+in  B: f32[K, M]
+out C: f32[N, M]
+
+for i in 0..N:
+  for j in 0..M:
+    C[i, j] = 0
+    for k in 0..K:
+      local At: f32
+      At = A[i, k]
+      C[i, j] += At * B[k, j]
+""")
+
+
+def test_stage_row_gives_a_vector():
+    after = apply_all(kernel(MATMUL), ["stage A at j as At"])
+    assert "local At: f32[K]" in print_program(after)
+    assert "C[i, j] += At[k] * B[k, j]" in print_program(after)
+
+
+def test_stage_with_a_tail_clamps_the_copy():
+    golden(TAIL, ["stage A at i0 as At"], """\
+kernel rows(N = 100, K = 8)
+in  A: f32[N, K]
+out s: f32[N]
+
+for i0 in 0..(N + 31) // 32:
+  local At: f32[32, K]
+  for i2 in 0..min(32, N - 32*i0):
+    for k1 in 0..K:
+      At[i2, k1] = A[32*i0 + i2, k1]
+  for i1 in 0..min(32, N - 32*i0):
+    s[32*i0 + i1] = 0
+    for k in 0..K:
+      s[32*i0 + i1] += At[i1, k]
+""")
+
+
+def test_stage_im2col_like_window_on_conv2d():
+    before = load_kernel("conv2d", info("conv2d").test_sizes)
+    after = apply_all(before, ["stage X at h as Xt", "layout Xt 1 2 0"])
+    text = print_program(after)
+    assert """\
+      local Xt: f32[3, W + 2, C]
+      for c1 in 0..C:
+        for kh1 in 0..3:
+          for w1 in 0..W + 2:
+            Xt[kh1, w1, c1] = X[n, c1, h + kh1, w1]
+""" in text
+    assert "Y[n, f, h, w] += Xt[kh, w + kw, c] * Wt[f, c, kh, kw]" in text
+    assert_same_outputs(before, after)
+
+
+def test_stage_reversed_and_modular_indices():
+    before = kernel("""\
+kernel k(N = 64)
+in  A: f32[N, 4]
+out B: f32[N, 4]
+out s: f32[N]
+
+for i0 in 0..N // 16:
+  for r in 0..64:
+    B[16*i0 + r // 4, r % 4] = A[16*i0 + r // 4, r % 4]
+for i in 0..N:
+  s[i] = 0
+  for j in 0..4:
+    s[i] += A[N - 1 - i, 3 - j]
+""")
+    after = apply_all(before, ["stage A at i0 as At", "stage A at i as At2"])
+    text = print_program(after)
+    assert """\
+  local At: f32[16, 4]
+  for r1 in 0..16:
+    for r2 in 0..4:
+      At[r1, r2] = A[16*i0 + r1, r2]
+  for r in 0..64:
+    B[16*i0 + r // 4, r % 4] = At[r // 4, r % 4]
+""" in text                                      # islpy computes this box
+    assert """\
+  local At2: f32[4]
+  for j1 in 0..4:
+    At2[j1] = A[N - i - 1, j1]
+  s[i] = 0
+  for j in 0..4:
+    s[i] += At2[-j + 3]
+""" in text                                      # a reversed loop starts at its last index
+    assert_same_outputs(before, after)
+
+
+# --------------------------------------------------------------------------- accumulate
+
+def test_accumulate_matmul_scalar_accumulator():
+    golden(MATMUL, ["accumulate C at k as acc"], """\
+kernel matmul(N = 8, M = 32, K = 12)
+in  A: f32[N, K]
+in  B: f32[K, M]
+out C: f32[N, M]
+
+for i in 0..N:
+  for j in 0..M:
+    C[i, j] = 0
+    local acc: f32
+    acc = C[i, j]
+    for k in 0..K:
+      acc += A[i, k] * B[k, j]
+    C[i, j] = acc
+""")
+
+
+def test_accumulate_register_tile_after_splits_skips_the_load():
+    golden(MATMUL, ["split i by 4", "split j by 16", "interchange i1 j0",
+                    "accumulate C at i1 as acc in register"], """\
+kernel matmul(N = 8, M = 32, K = 12)
+in  A: f32[N, K]
+in  B: f32[K, M]
+out C: f32[N, M]
+
+for i0 in 0..N // 4:
+  for j0 in 0..M // 16:
+    local acc: f32[4, 16] in register
+    for i1 in 0..4:
+      for j1 in 0..16:
+        acc[i1, j1] = 0
+        for k in 0..K:
+          acc[i1, j1] += A[4*i0 + i1, k] * B[k, 16*j0 + j1]
+    for i2 in 0..4:
+      for j2 in 0..16:
+        C[4*i0 + i2, 16*j0 + j2] = acc[i2, j2]
+""")
+
+
+def test_accumulate_register_tile_loads_what_an_earlier_nest_wrote():
+    golden(TILE_AFTER_INIT, ["accumulate C at i1 as acc in register"], """\
+kernel mm(N = 8, M = 32, K = 12)
+in  A: f32[N, K]
+in  B: f32[K, M]
+out C: f32[N, M]
+
+for i in 0..N:
+  for j in 0..M:
+    C[i, j] = 0
+for i0 in 0..N // 4:
+  for j0 in 0..M // 16:
+    local acc: f32[4, 16] in register
+    for i2 in 0..4:
+      for j2 in 0..16:
+        acc[i2, j2] = C[4*i0 + i2, 16*j0 + j2]
+    for i1 in 0..4:
+      for k in 0..K:
+        for j1 in 0..16:
+          acc[i1, j1] += A[4*i0 + i1, k] * B[k, 16*j0 + j1]
+    for i3 in 0..4:
+      for j3 in 0..16:
+        C[4*i0 + i3, 16*j0 + j3] = acc[i3, j3]
+""")
+
+
+def test_accumulate_with_a_tail_clamps_the_store():
+    golden(TAIL, ["accumulate s at i1 as acc"], """\
+kernel rows(N = 100, K = 8)
+in  A: f32[N, K]
+out s: f32[N]
+
+for i0 in 0..(N + 31) // 32:
+  local acc: f32[32]
+  for i1 in 0..min(32, N - 32*i0):
+    acc[i1] = 0
+    for k in 0..K:
+      acc[i1] += A[32*i0 + i1, k]
+  for i2 in 0..min(32, N - 32*i0):
+    s[32*i0 + i2] = acc[i2]
+""")
+
+
+def test_accumulate_decided_by_the_checker_when_forms_do_not_tell():
+    before = kernel("""\
+kernel k(N = 64)
+in  A: f32[N, 4]
+out B: f32[N, 4]
+
+for i0 in 0..N // 16:
+  for r in 0..64:
+    B[16*i0 + r // 4, r % 4] = A[16*i0 + r // 4, r % 4]
+""")
+    after = apply_all(before, ["accumulate B at r as acc"])
+    text = print_program(after)
+    assert "acc[r // 4, r % 4] = A[16*i0 + r // 4, r % 4]" in text
+    assert "= B[" not in text   # every element is written before it is read: no load
+    assert_same_outputs(before, after)
+
+
+# --------------------------------------------------------------------------- layout
+
+def test_layout_of_a_staged_local():
+    golden(TILED, ["stage B at j0 as Bt", "layout Bt 1 0"], """\
+kernel matmul(N = 24, M = 32, K = 20)
+in    A: f32[N, K]
+in    B: f32[K, M]
+inout C: f32[N, M]
+
+for j0 in 0..M // 16:
+  local Bt: f32[16, K]
+  for k1 in 0..K:
+    for j2 in 0..16:
+      Bt[j2, k1] = B[k1, 16*j0 + j2]
+  for i in 0..N:
+    for k in 0..K:
+      for j1 in 0..16:
+        C[i, 16*j0 + j1] += A[i, k] * Bt[j1, k]
+""")
+
+
+def test_layout_of_a_temp_and_its_inverse():
+    before = load_kernel("attention", info("attention").test_sizes)
+    after = apply_all(before, ["layout P 1 0"])
+    assert "temp P: f32[S, S]" in print_program(after)
+    assert "P[j, i] += Q[i, d] * K[j, d]" in print_program(after)
+    assert_same_outputs(before, after)
+    assert apply_all(after, ["layout P 1 0"]) == before
+
+
+# --------------------------------------------------------------------------- inline / materialize
+
+def test_materialize_then_inline_round_trip():
+    before = kernel(MATMUL)
+    middle = golden(MATMUL, ["materialize s1 as t"], """\
+kernel matmul(N = 8, M = 32, K = 12)
+in  A: f32[N, K]
+in  B: f32[K, M]
+out C: f32[N, M]
+
+for i in 0..N:
+  for j in 0..M:
+    C[i, j] = 0
+    for k in 0..K:
+      local t: f32
+      t = A[i, k] * B[k, j]
+      C[i, j] += t
+""")
+    assert REGISTRY["inline"].enumerate(middle) == ["inline t"]
+    assert apply_all(middle, ["inline t"]) == before
+
+
+def test_inline_undoes_a_scalar_stage():
+    before = kernel(MATMUL)
+    assert apply_all(before, ["stage A at k as At", "inline At"]) == before
+
+
+def test_materialize_default_names_are_fresh():
+    program = apply_all(kernel(MATMUL), ["materialize s1 as t"])
+    assert REGISTRY["materialize"].enumerate(program) == ["materialize s1 as t2"]
+    assert REGISTRY["stage"].enumerate(apply_all(kernel(MATMUL), ["stage A at k as At"]))[0] \
+        == "stage A at i as At2"
+
+
+# --------------------------------------------------------------------------- refusals
+
+SHIFT = """\
+kernel shift(N = 10)
+in  A: f32[N, N]
+out B: f32[N, N]
+out s: f32[N]
+
+for i in 0..N:
+  s[i] = 0
+  for j in 0..i:
+    s[i] += A[i - 1, j]
+for i2 in 0..N:
+  for j2 in 0..i2:
+    B[i2 - 1, j2] = A[i2, j2]
+"""
+
+TRIANGLE = """\
+kernel tri(N = 10)
+in  A: f32[N, N]
+out L: f32[N, N]
+out s: f32[N]
+
+for i in 0..N:
+  for j in 0..i + 1:
+    L[i, j] = A[i, j]
+for i2 in 0..N:
+  s[i2] = 0
+  for j2 in 0..i2 + 1:
+    s[i2] += L[i2, j2]
+for i3 in 0..N:
+  for j3 in 0..i3 + 1:
+    L[i3, j3] += 1
+"""
+
+GPU = """\
+kernel mm(N = 64, K = 32)
+in  A: f32[N, K]
+out s: f32[N]
+
+for i0 in 0..N // 32 gpu.block.x:
+  for i1 in 0..32 gpu.thread.x:
+    s[32*i0 + i1] = 0
+    for k in 0..K:
+      s[32*i0 + i1] += A[32*i0 + i1, k]
+"""
+
+VECTOR = """\
+kernel v(N = 16, M = 8)
+in  A: f32[N, M]
+out B: f32[N, M]
+
+for i in 0..N vector:
+  for j in 0..M vector:
+    B[i, j] = A[i, j] * 2.0
+"""
+
+BIG = """\
+kernel big(N = 2048, K = 1024)
+in  A: f32[N, K]
+out C: f32[N, K]
+out s: f32[2]
+
+for r in 0..2:
+  s[r] = 0
+  for i in 0..N:
+    for k in 0..K:
+      s[r] += A[i, k]
+for i2 in 0..N:
+  for k2 in 0..K:
+    C[i2, k2] = A[i2, k2]
+"""
+
+LOCALS = """\
+kernel loc(N = 8, M = 4)
+in  A: f32[N, M]
+in  x: f32[M]
+out y: f32[N]
+temp T: f32[N, M]
+
+for i in 0..N:
+  local u: f32[M]
+  local b: bf16
+  local t: f32
+  local w: f32
+  b = 1
+  t = A[i, 0] * 2.0
+  w = 0
+  w += t
+  for j in 0..M:
+    u[j] = A[i, j] + t
+    T[i, j] = u[j]
+  y[i] = w + u[0] + x[0]
+"""
+
+HAZARD = """\
+kernel haz(N = 8)
+in  A: f32[N]
+out B: f32[N]
+out C: f32[N]
+
+for i in 0..N:
+  local t: f32
+  B[i] = A[i]
+  t = B[i] * 2.0
+  B[i] = 0
+  C[i] = t
+"""
+
+OUTSIDE = """\
+kernel o(N = 8)
+in  A: f32[N]
+out B: f32[N]
+
+local u: f32
+for j in 0..N:
+  u = A[j]
+for i in 0..N:
+  B[i] = u
+"""
+
+UPDATED = """\
+kernel upd(N = 8)
+in  A: f32[N]
+out B: f32[N]
+
+for i in 0..N:
+  local t: f32
+  t max= A[i]
+  B[i] = t
+"""
+
+SELF = """\
+kernel slf(N = 8)
+in  A: f32[N]
+out B: f32[N]
+
+for i in 0..N:
+  local t: f32
+  t = t + A[i]
+  B[i] = t
+"""
+
+BF16 = """\
+kernel bf(N = 8)
+in  A: bf16[N]
+out B: bf16[N]
+
+for i in 0..N:
+  B[i] = 0
+  B[i] += A[i] * A[i]
+"""
+
+REFUSALS = [
+    # stage
+    ("stage-no-loop", TILED, "stage B at q as Bt", "there is no loop 'q'"),
+    ("stage-unknown-array", TILED, "stage Z at j0 as Bt",
+     "there is no array or local 'Z' visible at loop 'j0'"),
+    ("stage-written-inside", TILED, "stage C at j0 as Ct",
+     "'C' is written inside loop 'j0', so a copy made at the start of each iteration "
+     "would go stale"),
+    ("stage-not-read", LOCALS, "stage x at j as xt", "'x' is not read inside loop 'j'"),
+    ("stage-vectorized", VECTOR, "stage A at j as At",
+     "loop 'j' is vectorized and its body must stay free of loops; stage before vectorizing"),
+    ("stage-no-box", SHIFT, "stage A at i as At",
+     "the footprint of 'A' in one iteration of 'i' has no usable bounding box (its offset "
+     "falls outside the array in iterations where the footprint is empty)"),
+    ("stage-name-taken", TILED, "stage B at j0 as A", "the name 'A' is already taken"),
+    ("stage-name-invalid", TILED, "stage B at j0 as for", "'for' is not a valid name"),
+    ("stage-too-big", BIG, "stage A at r as At",
+     "the footprint of 'A' in 'r' has 2097152 elements, more than the 1048576 a local "
+     "buffer may hold"),
+    ("stage-register", TILED, "stage B at j0 as Bt in register",
+     "the footprint of 'B' in 'j0' has 320 elements, more than the 256 that fit in registers"),
+    ("stage-shared-no-block", TILED, "stage B at j0 as Bt in shared",
+     "a shared buffer must be declared inside a gpu.block loop"),
+    ("stage-shared-in-thread", GPU, "stage A at i1 as At in shared",
+     "a shared buffer must be declared outside gpu.thread loops"),
+    ("stage-uninitialised", TRIANGLE, "stage L at i2 as Lt",
+     "some elements of 'L' copied at the start of 'i2' are not initialised there"),
+    # accumulate
+    ("acc-no-loop", MATMUL, "accumulate C at q as acc", "there is no loop 'q'"),
+    ("acc-unknown-array", MATMUL, "accumulate Z at k as acc",
+     "there is no array or local 'Z' visible at loop 'k'"),
+    ("acc-not-written", MATMUL, "accumulate A at k as acc",
+     "'A' is not written inside loop 'k' (stage it instead)"),
+    ("acc-in-vector-loop", VECTOR, "accumulate B at j as acc",
+     "loop 'j' is the body of the vectorized loop 'i'; accumulate before vectorizing"),
+    ("acc-no-box", SHIFT, "accumulate B at j2 as acc",
+     "the footprint of 'B' in loop 'j2' has no usable bounding box (its offset falls "
+     "outside the array in iterations where the footprint is empty)"),
+    ("acc-name-taken", MATMUL, "accumulate C at k as B", "the name 'B' is already taken"),
+    ("acc-too-big", BIG, "accumulate C at i2 as acc",
+     "the footprint of 'C' in 'i2' has 2097152 elements, more than the 1048576 a local "
+     "buffer may hold"),
+    ("acc-register", TILED, "accumulate C at j0 as acc in register",
+     "the footprint of 'C' in 'j0' has 768 elements, more than the 256 that fit in registers"),
+    ("acc-uninitialised", TRIANGLE, "accumulate L at i3 as acc",
+     "L's elements in i3 are not all initialised before i3"),
+    # layout
+    ("layout-unknown", LOCALS, "layout Q 1 0", "there is no local or temp buffer 'Q'"),
+    ("layout-interface", LOCALS, "layout A 1 0",
+     "'A' is an in array of the kernel's interface; only locals and temps change layout"),
+    ("layout-not-permutation", LOCALS, "layout T 0 0",
+     "0 0 is not a permutation of the 2 dimensions of 'T'"),
+    ("layout-identity", LOCALS, "layout T 0 1", "the identity permutation changes nothing"),
+    # inline
+    ("inline-unknown", LOCALS, "inline q", "there is no local 'q'"),
+    ("inline-array", LOCALS, "inline A", "'A' is an array of the kernel, not a local"),
+    ("inline-not-scalar", LOCALS, "inline u", "'u' is not a scalar local"),
+    ("inline-bf16", LOCALS, "inline b",
+     "inlining the bf16 local 'b' would skip the rounding of its stores"),
+    ("inline-assigned-twice", LOCALS, "inline w",
+     "'w' is assigned 2 times; inline needs a single definition"),
+    ("inline-updated", UPDATED, "inline t", "'t' is updated with 'max=', not defined once with '='"),
+    ("inline-reads-itself", SELF, "inline t", "the definition of 't' reads 't'"),
+    ("inline-read-outside", OUTSIDE, "inline u",
+     "'u' is read outside the statements that follow its definition in its block"),
+    ("inline-source-overwritten", HAZARD, "inline t",
+     "'B' is written between the definition of 't' and its last read"),
+    # materialize
+    ("materialize-not-assignment", MATMUL, "materialize k as t",
+     "'k' is not an assignment (name one as sN, the N-th in textual order)"),
+    ("materialize-plain", MATMUL, "materialize s0 as t",
+     "the value of s0 is already a plain access, iterator or constant"),
+    ("materialize-bf16-update", BF16, "materialize s1 as t",
+     "a bf16 local would round the value of s1 before the '+=' update"),
+    ("materialize-name-taken", MATMUL, "materialize s1 as A", "the name 'A' is already taken"),
+]
+
+
+@pytest.mark.parametrize("source, step, reason", [r[1:] for r in REFUSALS],
+                         ids=[r[0] for r in REFUSALS])
+def test_refusal_reason(source, step, reason):
+    program = parse(source)
+    if source not in (SELF, UPDATED):     # these two read t before writing it
+        assert check(program) == []
+    assert explain(program, step) == reason
+    with pytest.raises(NotApplicable):
+        apply_step(program, step)
+    assert step not in [a for t in MINE for a in REGISTRY[t].enumerate(program)]
+
+
+@pytest.mark.parametrize("step", [
+    "stage B at j0", "stage B at j0 as Bt in heap", "stage B j0 as Bt", "accumulate C at k as acc in shared",
+    "layout T", "layout T 1 x", "inline", "inline a b", "materialize s1", "materialize s1 to t"])
+def test_usage_errors(step):
+    with pytest.raises(NotApplicable):
+        apply_step(kernel(TILED), step)
+
+
+# --------------------------------------------------------------------------- properties
+
+def test_enumerated_texts_round_trip_and_are_legal():
+    program = apply_all(kernel(MATMUL), ["split i by 4", "stage A at k as At"])
+    for name in MINE:
+        t = REGISTRY[name]
+        for text in t.enumerate(program):
+            params = t.parse(text.split()[1:])
+            assert t.format(params) == text
+            assert t.check(program, params) is None
+
+
+def test_enumeration_on_matmul_after_ten_steps_is_cheap():
+    steps = ["split i by 32", "split j by 64", "split k by 16", "split i1 by 4",
+             "split j1 by 16", "stage B at j0 as Bt", "accumulate C at k0 as acc",
+             "materialize s3 as t", "layout Bt 1 0", "inline t"]
+    program = apply_all(load_kernel("matmul"), steps)
+    best = None
+    for _ in range(3):
+        fresh = apply_all(load_kernel("matmul"), steps)   # new objects: no memo hits
+        footprint.CACHE.program = None
+        start = time.perf_counter()
+        found = [text for name in MINE for text in REGISTRY[name].enumerate(fresh)]
+        elapsed = time.perf_counter() - start
+        best = elapsed if best is None else min(best, elapsed)
+    assert found and any(t.startswith("stage") for t in found)
+    assert any(t.startswith("accumulate") for t in found)
+    assert best < 0.1, f"enumeration took {best * 1e3:.1f} ms"
+    assert program == fresh
+
+
+def _spread(texts, count):
+    if len(texts) <= count:
+        return list(texts)
+    step = len(texts) / count
+    return [texts[int(k * step)] for k in range(count)]
+
+
+@pytest.mark.parametrize("name", list_kernels())
+def test_sampled_applications_keep_outputs(name):
+    before = load_kernel(name, info(name).test_sizes)
+    for kind in MINE:
+        for text in _spread(REGISTRY[kind].enumerate(before), 3):
+            after = apply_step(before, text)
+            assert check(after) == [], text
+            assert_same_outputs(before, after, context=f"after {text} on {name}")
+
+
+@pytest.mark.parametrize("name", list_kernels())
+def test_random_sequences_keep_outputs(name):
+    before = load_kernel(name, info(name).test_sizes)
+    rng = random.Random(name)
+    program, texts = before, []
+    for _ in range(6):
+        pool = [text for kind in ("split", "interchange") + MINE
+                for text in REGISTRY[kind].enumerate(program)]
+        mine = [t for t in pool if t.split()[0] in MINE]
+        if not pool:
+            break
+        text = rng.choice(mine if mine and rng.random() < 0.7 else pool)
+        program = apply_step(program, text)
+        texts.append(text)
+    assert check(program) == [], texts
+    assert_same_outputs(before, program, context=f"after {texts} on {name}")
