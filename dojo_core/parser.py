@@ -253,7 +253,7 @@ def _describe(tok) -> str:
     return f"'{tok}'"
 
 
-_EXPECT_NAMES = {"NAME": "a name", "NUMBER": "a number", "INT": "an integer", "_NL": "end of line",
+_EXPECT_NAMES = {"NAME": "a name", "NUMBER": "a number", "NEG_NUMBER": "a number", "INT": "an integer", "_NL": "end of line",
                  "_INDENT": "an indented block", "_DEDENT": "end of block", "COLON": "':'",
                  "LSQB": "'['", "RSQB": "']'", "LPAR": "'('", "RPAR": "')'", "COMMA": "','",
                  "RANGE": "'..'", "ASSIGN_OP": "an assignment operator", "KIND": "in/out/inout/temp",
