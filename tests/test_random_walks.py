@@ -21,6 +21,11 @@ from dojo_core.kernels import info, list_kernels, load_kernel, random_inputs
 from dojo_core.printer import print_program
 from dojo_core.walks import random_walk, replay
 
+try:
+    from strategies import programs
+except ImportError:   # run from the repository root as a package
+    from tests.strategies import programs
+
 WALKS_PER_KERNEL = int(os.environ.get("DOJO_WALKS_PER_KERNEL", "3"))
 STEPS = 8
 
@@ -61,3 +66,23 @@ def test_seeded_random_walks_keep_outputs(name):
 @given(st.sampled_from(list_kernels()), st.integers(0, 10**6))
 def test_hypothesis_random_walks_keep_outputs(name, seed):
     walk_and_compare(name, seed)
+
+
+@settings(max_examples=int(os.environ.get("DOJO_GENERATED_WALKS", "25")), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.filter_too_much])
+@given(programs(max_depth=3, annotate=False), st.integers(0, 10**6))
+def test_random_walks_on_generated_programs(program, seed):
+    """Kernels nobody wrote by hand (tests/strategies.py) get the same guarantee."""
+    texts, final = random_walk(program, STEPS, seed)
+    context = f"after steps {texts}\n{print_program(program)}\n=>\n{print_program(final)}"
+    assert check(final) == [], context
+    assert replay(program, texts) == final, context
+    inputs = random_inputs(program, seed)
+    want, got = interp.run(program, inputs), interp.run(final, inputs)
+    rtol, atol = _tolerance(program)
+    for name, expected in want.items():
+        finite = np.abs(expected[np.isfinite(expected)]) if expected.dtype.kind == "f" else np.abs(expected)
+        scale = max(1.0, float(finite.max()) if finite.size else 1.0)
+        np.testing.assert_allclose(got[name], expected, rtol=rtol, atol=atol * scale,
+                                   err_msg=context, equal_nan=True)
