@@ -6,7 +6,10 @@ Commands
     actions FILE [--steps S] [--json] [--size ...]    the legal actions, one step text a line
     apply   FILE --steps S [--size ...]               like print; the steps must all be legal
     run     FILE [--steps S] --inputs IN.npz --out OUT.npz [--backend interp|c] [--size ...]
-    codegen, bench, search, library                   reserved; "not available yet" (exit 2)
+    codegen FILE [--steps S] --target c|cuda [--isa NAME] [--size ...]   the generated source
+    bench   FILE [--steps S] [--size ...] [--threads T] [--min-time S] [--flush] [--isa NAME]
+            compile, verify against the untransformed kernel, time; one JSON object
+    search, library                                   reserved; "not available yet" (exit 2)
 
 Guarantees (tests and outside tools rely on them)
   * Exit 0 on success, 1 on any refusal, 2 on a usage error or a feature that
@@ -31,8 +34,6 @@ import sys
 from .errors import DojoError
 
 RESERVED = {
-    "codegen": "the generated C or CUDA source",
-    "bench": "compile, verify and time locally",
     "search": "run an agent",
     "library": "build the best kernels as a library",
 }
@@ -224,16 +225,120 @@ def write_outputs(program, outputs: dict, path: str) -> None:
             os.unlink(tmp)
 
 
+def _c_errors(filename: str):
+    """A context turning C back-end failures into located one-line DojoErrors."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def ctx():
+        from .codegen import CodegenError
+        from .compile import CompileError
+        from .harness import RunError
+        try:
+            yield
+        except (CompileError, RunError, CodegenError) as exc:
+            lines = [l.strip() for l in str(exc).splitlines() if l.strip()]
+            kind = {"CompileError": "C compile failed", "RunError": "C run failed",
+                    "CodegenError": "C code generation failed"}[type(exc).__name__]
+            raise DojoError(f"{kind}: " + " | ".join(lines[:4]), 1, 1, filename) from None
+    return ctx()
+
+
 def cmd_run(args) -> int:
-    if args.backend == "c":
-        _eprint("c backend: not available yet")
-        return 2
     program = load_state(args)
     inputs = read_inputs(program, args.inputs)
-    from . import interp
-
-    outputs = interp.run(program, inputs)
+    if args.backend == "c":
+        from .harness import run_c
+        with _c_errors(args.file):
+            outputs = run_c(program, inputs, isa_target(args))
+    else:
+        from . import interp
+        outputs = interp.run(program, inputs)
     write_outputs(program, outputs, args.out)
+    return 0
+
+
+def isa_target(args):
+    """The codegen.targets Target named by --isa (default: this machine's)."""
+    from .codegen.targets import TARGETS, detect_host_target
+    name = getattr(args, "isa", None)
+    if not name:
+        return detect_host_target()
+    if name not in TARGETS:
+        raise DojoError(f"--isa '{name}': unknown target (known: {', '.join(TARGETS)})",
+                        1, 1, args.file)
+    return TARGETS[name]
+
+
+def cmd_codegen(args) -> int:
+    program = load_state(args)
+    if args.target == "cuda":
+        try:
+            from .codegen.cuda import generate_cuda
+        except ImportError:
+            _eprint("cuda: not available yet")
+            return 2
+        _write(generate_cuda(program))
+        return 0
+    from .codegen import generate_c
+    with _c_errors(args.file):
+        _write(generate_c(program, isa_target(args)))
+    return 0
+
+
+def _library_info(path: str):
+    """The kernels.catalog entry when path is a library kernel file, else None."""
+    from pathlib import Path
+    from .kernels import info, kernel_path
+    p = Path(path)
+    try:
+        if p.resolve() == kernel_path(p.stem).resolve():
+            return info(p.stem)
+    except (KeyError, OSError):
+        pass
+    return None
+
+
+def cmd_bench(args) -> int:
+    from . import harness
+    from .kernels import random_inputs
+    from .source import load_file
+
+    if args.threads is not None and args.threads < 1:
+        raise DojoError(f"--threads {args.threads}: expected a positive integer", 1, 1, args.file)
+    program = load_state(args)
+    reference = load_file(args.file, parse_size_args(args.size, args.file))
+    target = isa_target(args)
+    inputs = random_inputs(reference, 0)
+    with _c_errors(args.file):
+        lib = harness.build(program, target)
+        check = harness.verify(program, reference, inputs, target=target, library=lib)
+        timing = harness.measure(program, inputs, min_time=args.min_time, threads=args.threads,
+                                 flush_cache=args.flush, library=lib, timeout=args.timeout)
+    entry = _library_info(args.file)
+    sizes = program.size_values
+    flops = entry.flops(sizes) if entry is not None and entry.flops is not None else None
+    nbytes = entry.bytes(sizes) if entry is not None else None
+    med = timing["median_s"]
+    result = {
+        "kernel": program.name, "sizes": sizes, "steps": args.steps,
+        "median_s": med, "min_s": timing["min_s"], "max_s": timing["max_s"],
+        "reps": timing["reps"],
+        "gflops": flops / med / 1e9 if flops is not None and med > 0 else None,
+        "gbytes_per_s": nbytes / med / 1e9 if nbytes is not None and med > 0 else None,
+        "verified": check["verified"], "verified_against": check["reference"],
+        "max_error": max(check["errors"].values(), default=0.0),
+        "target": target.name, "compiler": lib.compiled.compiler,
+        "flags": list(lib.compiled.flags), "threads": timing["threads"],
+        "compile_s": lib.compiled.seconds, "cached": lib.compiled.cached,
+    }
+    if result["max_error"] == float("inf"):
+        result["max_error"] = None          # NaN/inf mismatch or wrong shape
+    _write(json.dumps(result))
+    if not check["verified"]:
+        _eprint(f"{args.file}:1:1: outputs differ from the untransformed kernel "
+                f"(worst error {result['max_error']} x the tolerance)")
+        return 1
     return 0
 
 
@@ -271,6 +376,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--inputs", metavar="IN.npz", required=True, help="the in and inout arrays")
     p.add_argument("--out", metavar="OUT.npz", required=True, help="where the out and inout arrays go")
     p.add_argument("--backend", choices=("interp", "c"), default="interp")
+    p.add_argument("--isa", metavar="NAME", help="C target ISA (default: this machine's)")
+    p = command("codegen", "the generated C or CUDA source on stdout", cmd_codegen, "optional")
+    p.add_argument("--target", choices=("c", "cuda"), required=True)
+    p.add_argument("--isa", metavar="NAME", help="C target ISA (default: this machine's)")
+    p = command("bench", "compile, verify against the untransformed kernel and time locally; "
+                "one JSON object", cmd_bench, "optional")
+    p.add_argument("--threads", metavar="T", type=int, default=None,
+                   help="OpenMP threads (default: all)")
+    p.add_argument("--min-time", metavar="S", type=float, default=0.2,
+                   help="time at least this many seconds (default 0.2)")
+    p.add_argument("--flush", action="store_true", help="flush the caches before every call")
+    p.add_argument("--timeout", metavar="S", type=float, default=300,
+                   help="give up a measurement after S seconds (default 300)")
+    p.add_argument("--isa", metavar="NAME", help="C target ISA (default: this machine's)")
     for name, help_text in RESERVED.items():
         p = sub.add_parser(name, help=f"{help_text} (not available yet)", add_help=True)
         p.add_argument("rest", nargs=argparse.REMAINDER)

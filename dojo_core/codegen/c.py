@@ -1,0 +1,341 @@
+"""C99 + OpenMP code generation (DESIGN.md section 5).
+
+``generate_c(program, target=None) -> str`` returns one C translation unit defining
+
+    void dojo_kernel(<one restrict pointer per declared array, in declaration order>)
+
+``in`` arrays are ``const``; ``temp`` arrays are parameters too (scratch the caller
+allocates, so the kernel allocates nothing on the heap unless a local is too large for the
+stack). Arrays are flat, row-major, with the dims of the program's sizes; scalars are
+pointers to one element. Sizes are ``const int64_t`` constants of the function; loops are
+``for (int64_t i = lo; i < hi; ++i)``; locals are 64-byte aligned arrays in their block
+(scalars are plain variables; locals over STACK_LIMIT bytes go to the heap, freed at the end
+of their block).
+
+Annotations: ``parallel`` -> ``#pragma omp parallel for`` (locals declared inside are
+private); ``unroll`` -> ``#pragma GCC unroll N``; ``vector`` -> explicit SIMD with GCC vector
+types (``c_vector``), or ``#pragma omp simd`` (with reductions through private scalars) when
+the loop's accesses are not unit-stride or invariant; ``gpu.*`` annotations are ignored
+(the loops run sequentially). Value semantics are the interpreter's (``c_expr``).
+
+Annotations are trusted: the transformations only add legal ones; a hand-written
+``parallel`` or ``vector`` on a loop that carries a dependence gives wrong results (never
+out-of-bounds accesses: every access stays within the iterations the checker proved).
+"""
+from __future__ import annotations
+
+from math import prod
+
+from .. import ir
+from ..poly import const_value
+from . import c_vector
+from .c_expr import (CTYPES, ITEMSIZE, MUL, Buffer, ExprGen, Helpers, c_names, context_type,
+                     paren, promote)
+from .targets import MVEC_FUNCTIONS, Target, get_target
+
+STACK_LIMIT = 256 * 1024          # bytes; larger locals are heap-allocated
+ALIGN = 64
+INDENT = "  "
+
+_ALLOC = """static inline void *dojo_alloc(size_t bytes)
+{
+  void *p = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+  if (!p) __builtin_trap();
+  return p;
+}"""
+
+
+class CodegenError(ValueError):
+    """The program cannot be translated to C (e.g. an unsupported dtype)."""
+
+
+class CGenerator:
+    def __init__(self, program: ir.Program, target: Target):
+        self.program = program
+        self.target = target
+        self.sizes = program.size_values
+        self.helpers = Helpers()
+        self.names = c_names(program)
+        self.ex = ExprGen(program, self.names, self.helpers)
+        self.includes = {"stdint.h", "math.h"}
+        self.libm = set()           # scalar libm functions called (for simd declarations)
+        self.mvec = {}              # libmvec symbol -> declaration
+        self.vector = c_vector.VectorLowering(self)
+        self.lines = []
+        self.counter = 0
+
+    def fresh(self, base: str) -> str:
+        self.counter += 1
+        return f"dojo_{base}{self.counter}"
+
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append(INDENT * depth + text)
+
+    # ------------------------------------------------------------------ program
+
+    def generate(self) -> str:
+        p = self.program
+        params = []
+        for decl in p.arrays:
+            self._check_dtype(decl.dtype, decl)
+            cname = self.names[decl.name]
+            self.ex.buffers[decl.name] = Buffer(decl.name, cname, decl.dtype, decl.dims, False)
+            const = "const " if decl.kind == "in" else ""
+            params.append(f"{const}{CTYPES[decl.dtype]} *restrict {cname}")
+        body_start = len(self.lines)
+        if p.sizes:
+            sizes = ", ".join(f"{self.names[n]} = {v}" for n, v in p.sizes)
+            self.emit(1, f"const int64_t {sizes};")
+        self.block(p.body, 1)
+        body = self.lines[body_start:]
+        out = [self._banner()]
+        out += [f"#include <{h}>" for h in sorted(self.includes)]
+        prelude = self._prelude()
+        if prelude:
+            out += [""] + prelude
+        out += ["", f"void dojo_kernel({', '.join(params) or 'void'})", "{"]
+        out += body
+        out += ["}", ""]
+        return "\n".join(out)
+
+    def _banner(self) -> str:
+        p = self.program
+        sizes = ", ".join(f"{n} = {v}" for n, v in p.sizes)
+        return (f"/* PerfDojo kernel {p.name}({sizes}), target {self.target.name}: "
+                f"void dojo_kernel({', '.join(d.name for d in p.arrays)}) */")
+
+    def _prelude(self) -> list:
+        out = []
+        decls = []
+        for fn in sorted(self.libm):
+            if fn in self.target.libmvec:
+                nargs = 2 if fn.startswith("pow") else 1
+                ctype = "float" if fn.endswith("f") and fn != "erf" else "double"
+                args = ", ".join([ctype] * nargs)
+                decls.append(f'__attribute__((simd("notinbranch"))) {ctype} {fn}({args});')
+        if decls:
+            out.append("/* glibc's vector math (libmvec) for the loops gcc vectorizes */")
+            out += decls
+        out += self.helpers.text()
+        out += self.vector.prelude()
+        return out
+
+    def _check_dtype(self, dtype, node):
+        if dtype not in CTYPES:
+            raise CodegenError(f"unknown dtype {dtype!r}")
+        if dtype == "f16" and self.target.arch not in ("x86_64", "aarch64", "riscv64"):
+            raise CodegenError(f"f16 (_Float16) is not supported by the C backend on "
+                               f"target {self.target.name}")
+
+    # ------------------------------------------------------------------ statements
+
+    def block(self, body, depth: int) -> None:
+        heap = []
+        for stmt in body:
+            if isinstance(stmt, ir.Local):
+                self.local(stmt, depth, heap)
+            elif isinstance(stmt, ir.Assign):
+                for line in self.assign_lines(stmt):
+                    self.emit(depth, line)
+            elif isinstance(stmt, ir.Loop):
+                self.loop(stmt, depth)
+            else:
+                raise CodegenError(f"unknown statement {stmt!r}")
+        for cname in reversed(heap):
+            self.emit(depth, f"free({cname});")
+
+    def local(self, stmt: ir.Local, depth: int, heap: list) -> None:
+        self._check_dtype(stmt.dtype, stmt)
+        cname = self.names[stmt.name]
+        ctype = CTYPES[stmt.dtype]
+        self.ex.buffers[stmt.name] = Buffer(stmt.name, cname, stmt.dtype, stmt.dims,
+                                            not stmt.dims)
+        if not stmt.dims:
+            self.emit(depth, f"{ctype} {cname};")
+            return
+        dims = [const_value(d, self.sizes) for d in stmt.dims]
+        if None in dims:
+            raise CodegenError(f"local {stmt.name} has a dimension that is not constant")
+        count = max(1, prod(dims))
+        nbytes = count * ITEMSIZE[stmt.dtype]
+        if nbytes <= STACK_LIMIT:
+            self.emit(depth, f"{ctype} {cname}[{count}] __attribute__((aligned({ALIGN})));")
+        else:
+            self.includes.add("stdlib.h")
+            self.helpers.add("0alloc", _ALLOC)
+            self.emit(depth, f"{ctype} *restrict {cname} = "
+                             f"__builtin_assume_aligned(dojo_alloc({nbytes}), {ALIGN});")
+            heap.append(cname)
+
+    def assign_lines(self, stmt: ir.Assign) -> list:
+        """C statements of one assignment. C's implicit conversions on assignment and in
+        compound assignment are numpy's here (X op e computed in the promoted type, then
+        converted to X's type)."""
+        buf = self.ex.buffers[stmt.target.array]
+        T = context_type(buf.dtype)
+        target = self.ex.lvalue(stmt.target)
+        code, t, prec = self.ex.value(stmt.value, T)
+        self._note_libm(stmt.value, T)
+        op = stmt.op
+        if op in ("max=", "min="):
+            tt = promote(T, t)
+            fn = op[:3]
+            if tt in ("i32", "i64", "bool"):
+                self.helpers.use(fn)
+                rhs = f"dojo_{fn}({target}, {code})"
+            else:
+                self.helpers.use(f"{fn}_{tt}")
+                rhs = f"dojo_{fn}_{tt}({target}, {code})"
+        elif buf.dtype != "bf16":
+            return [f"{target} {op} {code};"]
+        elif op == "=":
+            rhs = code
+        else:
+            rhs = f"{target} {op[0]} {paren(code, prec, MUL + 1)}"
+        if buf.dtype == "bf16":
+            self.helpers.use("round_bf16")
+            rhs = f"dojo_round_bf16({rhs})"
+        return [f"{target} = {rhs};"]
+
+    def _note_libm(self, expr, T) -> None:
+        """Record scalar libm calls that may get simd declarations (f32/f64 contexts)."""
+        for node in ir.walk_expr(expr):
+            if isinstance(node, ir.Call) and node.func in MVEC_FUNCTIONS and T in ("f32", "f64"):
+                self.libm.add(MVEC_FUNCTIONS[node.func][0 if T == "f32" else 1])
+
+    def loop(self, stmt: ir.Loop, depth: int) -> None:
+        ann = stmt.annotations
+        if "vector" in ann:
+            lines = self.vector.lower(stmt)
+            if lines is not None:
+                for line in lines:
+                    self.emit(depth, line)
+                return
+            self.simd_fallback(stmt, depth)
+            return
+        if "parallel" in ann:
+            self.emit(depth, "#pragma omp parallel for")
+        if "unroll" in ann:
+            n = self.extent(stmt)
+            if n is not None:
+                self.emit(depth, f"#pragma GCC unroll {max(1, n)}")
+        self.emit(depth, self.header(stmt) + " {")
+        self.block(stmt.body, depth + 1)
+        self.emit(depth, "}")
+
+    def extent(self, stmt):
+        lo, hi = const_value(stmt.lo, self.sizes), const_value(stmt.hi, self.sizes)
+        return None if lo is None or hi is None else max(0, hi - lo)
+
+    def header(self, stmt, lo=None, hi=None, step=1) -> str:
+        it = self.names[stmt.iterator]
+        lo = self.ex.index(stmt.lo)[0] if lo is None else lo
+        hi = self.ex.index(stmt.hi)[0] if hi is None else hi
+        inc = f"++{it}" if step == 1 else f"{it} += {step}"
+        return f"for (int64_t {it} = {lo}; {it} < {hi}; {inc})"
+
+    def simd_fallback(self, stmt: ir.Loop, depth: int) -> None:
+        """``omp simd`` for a vector loop the explicit lowering does not take; reductions
+        into loop-invariant elements go through private scalars (``reduction`` clauses)."""
+        plan = c_vector.reduction_plan(self, stmt)
+        if plan is None:                  # a reduction whose target may vary unpredictably
+            self.emit(depth, self.header(stmt) + " {")
+            self.block(stmt.body, depth + 1)
+            self.emit(depth, "}")
+            return
+        body = list(stmt.body)
+        clauses, pre, post = [], [], []
+        for k, assign in plan:
+            buf = self.ex.buffers[assign.target.array]
+            var = self.fresh("r")
+            target = self.ex.lvalue(assign.target)
+            pre.append(f"{CTYPES[buf.dtype]} {var} = {target};")
+            post.append(f"{target} = {var};")
+            self.ex.buffers[var] = Buffer(var, var, buf.dtype, (), True)
+            body[k] = ir.Assign(ir.Access(var), assign.op, assign.value)
+            op = {"+=": "+", "*=": "*", "max=": "max", "min=": "min"}[assign.op]
+            clauses.append(f"reduction({op}:{var})")
+        if pre:
+            self.emit(depth, "{")
+            depth += 1
+            for line in pre:
+                self.emit(depth, line)
+        self.emit(depth, " ".join(["#pragma omp simd"] + clauses))
+        self.emit(depth, self.header(stmt) + " {")
+        self.block(tuple(body), depth + 1)
+        self.emit(depth, "}")
+        if pre:
+            for line in post:
+                self.emit(depth, line)
+            depth -= 1
+            self.emit(depth, "}")
+
+
+def generate_c(program: ir.Program, target=None) -> str:
+    """The C translation unit of a (checked) program for a target (a Target, a name of
+    ``targets.TARGETS``, or None for this machine's)."""
+    return CGenerator(program, get_target(target)).generate()
+
+
+def c_signature_types(program: ir.Program) -> list:
+    """The C parameter types of dojo_kernel, in order (for wrappers and harnesses)."""
+    out = []
+    for decl in program.arrays:
+        const = "const " if decl.kind == "in" else ""
+        out.append(f"{const}{CTYPES[decl.dtype]} *")
+    return out
+
+
+def timing_entry(program: ir.Program) -> str:
+    """C text of ``dojo_time``, appended to a kernel's translation unit by the harness:
+
+        int dojo_time(void **args, int64_t reps, int threads, int64_t flush_bytes,
+                      double *times)
+
+    sets the OpenMP thread count (threads > 0), then calls dojo_kernel reps times, timing
+    each call with clock_gettime(CLOCK_MONOTONIC) into times[r] (seconds); with
+    flush_bytes > 0 a buffer of that size is written before every call (not timed) to
+    evict the caches. Returns 0, or -1 if the flush buffer cannot be allocated."""
+    casts = ", ".join(f"({t})args[{k}]" for k, t in enumerate(c_signature_types(program)))
+    return f"""
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static void *(*volatile dojo_memset)(void *, int, size_t) = memset;
+
+int dojo_set_threads(int threads)
+{{
+#ifdef _OPENMP
+  if (threads > 0) omp_set_num_threads(threads);
+  return omp_get_max_threads();
+#else
+  (void)threads;
+  return 1;
+#endif
+}}
+
+int dojo_time(void **args, int64_t reps, int threads, int64_t flush_bytes, double *times)
+{{
+  char *flush = NULL;
+  struct timespec t0, t1;
+  (void)args;
+  dojo_set_threads(threads);
+  if (flush_bytes > 0 && !(flush = malloc((size_t)flush_bytes))) return -1;
+  for (int64_t r = 0; r < reps; ++r) {{
+    if (flush) dojo_memset(flush, (int)(r & 0x7f) + 1, (size_t)flush_bytes);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    dojo_kernel({casts});
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    times[r] = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  }}
+  free(flush);
+  return 0;
+}}
+"""
+
+
+__all__ = ["generate_c", "timing_entry", "c_signature_types", "CodegenError", "CGenerator"]

@@ -1,0 +1,181 @@
+"""CPU target descriptions for the C code generator and the harness (DESIGN.md section 5).
+
+A ``Target`` is a frozen description of one ISA family: the SIMD register width the
+generator lowers ``vector`` loops to (GCC vector extensions), the compiler flags, and the
+vector math library the generated code may call. ``TARGETS`` holds one per supported ISA;
+``detect_host_target()`` reads ``/proc/cpuinfo`` (and probes glibc's libmvec) to pick the
+one for this machine.
+
+Flags: ``-O3 -march=native -fopenmp`` plus ``-fno-math-errno -fno-trapping-math
+-ffp-contract=fast``. These are the value-safe part of ``-ffast-math``: no errno means the
+libm calls are pure and ``sqrtf`` becomes an instruction, no trapping lets the vectorizer
+if-convert ``select``/``max``; contraction to FMA changes results by at most a rounding
+per operation. ``-ffinite-math-only`` is deliberately left out: kernels use ``-inf`` as the
+identity of ``max`` (softmax) and the outputs must keep NaN/inf semantics. glibc only marks
+``expf`` & co. as SIMD functions under ``__FAST_MATH__``, so instead of ``-ffast-math`` the
+generated C redeclares the functions it uses with ``__attribute__((simd("notinbranch")))``
+when ``libmvec`` is set, and links ``-lmvec``: loops that gcc auto-vectorizes then call
+``_ZGVeN16v_expf`` and friends, and explicitly vectorized code calls them directly
+(``libmvec_name``). Only the x86 targets are measured here (gcc 12.2, glibc 2.36, Zen 5);
+the Arm and RISC-V descriptions follow the compilers' documented flags and are untested.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import platform
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+COMMON_FLAGS = ("-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math",
+                "-ffp-contract=fast", "-std=gnu11")
+
+# math functions of the IR that have glibc libmvec variants (f32 name, f64 name)
+MVEC_FUNCTIONS = {"exp": ("expf", "exp"), "log": ("logf", "log"), "tanh": ("tanhf", "tanh"),
+                  "erf": ("erff", "erf"), "pow": ("powf", "pow")}
+
+
+@dataclass(frozen=True)
+class Target:
+    """One CPU ISA: what the C generator and the compiler need to know."""
+    name: str
+    arch: str                   # x86_64 | aarch64 | riscv64
+    vector_bytes: int           # SIMD register width the vector lowering uses
+    cflags: tuple               # compiler flags (optimisation, ISA, OpenMP, math)
+    ldflags: tuple = ()         # extra link flags
+    # glibc vector ABI ISA letter per vector width in bytes (x86: b=SSE, d=AVX2, e=AVX-512)
+    mvec_isa: tuple = ()        # ((bytes, letter), ...)
+    libmvec: tuple = ()         # C functions (expf, tanh, ...) with libmvec variants here
+    description: str = ""
+
+    @property
+    def flags(self) -> tuple:
+        """All compiler flags, link flags included."""
+        return tuple(self.cflags) + tuple(self.ldflags)
+
+    def lanes(self, itemsize: int) -> int:
+        return max(1, self.vector_bytes // itemsize)
+
+    def libmvec_name(self, cfunc: str, nbytes: int, nargs: int = 1):
+        """The libmvec symbol of cfunc on vectors of nbytes bytes, or None."""
+        if cfunc not in self.libmvec:
+            return None
+        letter = dict(self.mvec_isa).get(nbytes)
+        if letter is None:
+            return None
+        itemsize = 4 if cfunc.endswith("f") and cfunc not in ("erf",) else 8
+        return f"_ZGV{letter}N{nbytes // itemsize}{'v' * nargs}_{cfunc}"
+
+    def with_libmvec(self, functions) -> "Target":
+        return replace(self, libmvec=tuple(sorted(functions)))
+
+
+_X86_MVEC = ((16, "b"), (32, "d"), (64, "e"))
+_ALL_MVEC = tuple(sorted(n for pair in MVEC_FUNCTIONS.values() for n in pair))
+
+TARGETS = {
+    "x86-avx512": Target(
+        "x86-avx512", "x86_64", 64, COMMON_FLAGS + ("-march=native", "-mprefer-vector-width=512"),
+        ("-lmvec", "-lm"), _X86_MVEC, _ALL_MVEC,
+        "x86-64 with AVX-512: 512-bit vectors (16 f32 lanes)"),
+    "x86-avx2": Target(
+        "x86-avx2", "x86_64", 32, COMMON_FLAGS + ("-march=native",),
+        ("-lmvec", "-lm"), _X86_MVEC, _ALL_MVEC,
+        "x86-64 with AVX2 and FMA: 256-bit vectors (8 f32 lanes)"),
+    "arm-neon": Target(
+        "arm-neon", "aarch64", 16, COMMON_FLAGS + ("-mcpu=native",), ("-lm",), (), (),
+        "AArch64 Advanced SIMD: 128-bit vectors (4 f32 lanes)"),
+    "arm-sve": Target(
+        "arm-sve", "aarch64", 16, COMMON_FLAGS + ("-mcpu=native",), ("-lm",), (), (),
+        "AArch64 SVE: explicit vectors at the 128-bit NEON width (SVE's length is not fixed "
+        "at compile time); gcc's auto-vectorizer may use SVE for the rest"),
+    "riscv-rvv": Target(
+        "riscv-rvv", "riscv64", 16, COMMON_FLAGS + ("-march=rv64gcv",), ("-lm",), (), (),
+        "RISC-V with the V extension: explicit vectors of 128 bits (VLEN >= 128)"),
+    "generic": Target(
+        "generic", platform.machine() or "unknown", 16, COMMON_FLAGS, ("-lm",), (), (),
+        "any CPU: 128-bit generic vectors, no ISA flags"),
+}
+
+
+def get_target(name) -> Target:
+    """A target by name (a Target passes through); KeyError names the known ones."""
+    if isinstance(name, Target):
+        return name
+    if name is None:
+        return detect_host_target()
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise KeyError(f"unknown target {name!r} (known: {', '.join(TARGETS)})") from None
+
+
+def _cpuinfo_flags(text: str) -> tuple:
+    """(arch guess, set of feature words) from the text of /proc/cpuinfo."""
+    words = set()
+    isa = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        if key in ("flags", "features"):
+            words.update(value.split())
+        elif key == "isa":
+            isa = value.strip().lower()
+    return isa, words
+
+
+def target_from_cpuinfo(text: str, machine: str) -> Target:
+    """The target for a machine of this /proc/cpuinfo text and platform.machine()."""
+    isa, words = _cpuinfo_flags(text)
+    if machine in ("x86_64", "AMD64", "amd64"):
+        if {"avx512f", "avx512vl", "avx512dq", "avx512bw"} <= words:
+            return TARGETS["x86-avx512"]
+        if {"avx2", "fma"} <= words:
+            return TARGETS["x86-avx2"]
+        return TARGETS["generic"]
+    if machine in ("aarch64", "arm64"):
+        return TARGETS["arm-sve"] if "sve" in words else TARGETS["arm-neon"]
+    if machine.startswith("riscv"):
+        base = isa.split("_")[0]
+        if base.startswith("rv64") and "v" in base[4:]:
+            return TARGETS["riscv-rvv"]
+    return TARGETS["generic"]
+
+
+def _libmvec_functions(target: Target) -> tuple:
+    """The functions of target.libmvec whose widest vector variant glibc here exports."""
+    if not target.mvec_isa:
+        return ()
+    path = ctypes.util.find_library("mvec")
+    if not path:
+        return ()
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError:
+        return ()
+    found = []
+    for cfunc in target.libmvec:
+        nargs = 2 if cfunc.startswith("pow") else 1
+        names = [target.libmvec_name(cfunc, nbytes, nargs) for nbytes, _ in target.mvec_isa]
+        if all(n is not None and hasattr(lib, n) for n in names):
+            found.append(cfunc)
+    return tuple(found)
+
+
+@lru_cache(maxsize=1)
+def detect_host_target() -> Target:
+    """The target of this machine (from /proc/cpuinfo), libmvec narrowed to what the
+    installed glibc provides."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        text = ""
+    target = target_from_cpuinfo(text, platform.machine())
+    if target.libmvec:
+        target = target.with_libmvec(_libmvec_functions(target))
+    return target
+
+
+__all__ = ["Target", "TARGETS", "MVEC_FUNCTIONS", "get_target", "detect_host_target",
+           "target_from_cpuinfo"]
