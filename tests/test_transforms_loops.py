@@ -217,3 +217,13 @@ def test_split_factor_menu():
 def test_library_start_states_have_actions():
     for name in ("matmul", "softmax", "conv2d"):
         assert len(actions(load_kernel(name))) > 10
+
+
+def test_bind_keeps_shared_locals_between_block_and_thread_loops():
+    p = steps(MATMUL, "split i by 16", "split i0 by 2", "bind i00 gpu.block.y",
+              "stage B at i00 as Bs in shared")
+    assert explain(p, "bind i01 gpu.block.x") == (
+        "a shared local declared outside loop 'i01' would sit outside the block loops")
+    q = steps(MATMUL, "split i by 16", "bind i0 gpu.block.x", "stage B at i1 as Bs in shared")
+    assert explain(q, "bind i1 gpu.thread.x") == (
+        "loop 'i1' declares a shared local, which must stay outside the thread loops")

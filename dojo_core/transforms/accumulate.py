@@ -34,6 +34,7 @@ from ..checker import check as check_program
 from ..deps import dependences, same
 from ..poly import const_value
 from . import footprint as fp
+from . import scope
 from .base import NotApplicable, Transformation
 from .util import declared_names, replace_at
 
@@ -63,18 +64,18 @@ class Accumulate(Transformation):
     def _plan(self, program, array, loop_name, use_isl=True):
         """A dict (loop, path, decl, refs, box, load: True/False/None) or a reason; load is
         None when only the checker can decide."""
-        plan = fp.CACHE.get(program, ("accumulate", array, loop_name, False),
+        plan = scope.CACHE.get(program, ("accumulate", array, loop_name, False),
                             lambda: self._compute(program, array, loop_name, False))
         if use_isl and isinstance(plan, str) and plan.endswith(f"({fp.NEEDS_ISL})"):
-            plan = fp.CACHE.get(program, ("accumulate", array, loop_name, True),
+            plan = scope.CACHE.get(program, ("accumulate", array, loop_name, True),
                                 lambda: self._compute(program, array, loop_name, True))
         return plan
 
     def _compute(self, program, array, loop_name, use_isl):
-        if loop_name not in fp.loop_table(program):
+        if loop_name not in scope.loop_table(program):
             return f"there is no loop '{loop_name}'"
-        loop, path, around = fp.loop_table(program)[loop_name]
-        decl = fp.visible_decl(program, path, array)
+        loop, path, around = scope.loop_table(program)[loop_name]
+        decl = scope.visible_decl(program, path, array)
         if decl is None:
             return f"there is no array or local '{array}' visible at loop '{loop_name}'"
         refs = fp.loop_refs(program, loop_name, array, True)
@@ -92,7 +93,7 @@ class Accumulate(Transformation):
         if box.exact:
             if _skip_proved(program, plan):
                 plan["load"] = False
-            elif fp.kind_of(decl) in ("in", "inout") or (
+            elif scope.kind_of(decl) in ("in", "inout") or (
                     box.covering and all(r.stmt.op != "=" for r in refs if r.write)):
                 plan["load"] = True
         return plan
@@ -102,7 +103,7 @@ class Accumulate(Transformation):
         plan = self._plan(program, array, loop_name)
         if isinstance(plan, str):
             return plan
-        problem = fp.name_problem(program, name)
+        problem = scope.name_problem(program, name)
         if problem:
             return problem
         size = plan["box"].size
@@ -132,7 +133,7 @@ class Accumulate(Transformation):
                 return (f"{params[0]}'s elements in {params[1]} are not all initialised "
                         f"before {params[1]}")
             return f"accumulate produced an invalid program (a bug): {errors[0].message}"
-        return fp.CACHE.get(program, ("accumulate-result",) + tuple(params), compute)
+        return scope.CACHE.get(program, ("accumulate-result",) + tuple(params), compute)
 
     def apply(self, program, params):
         plan = self._plan(program, params[0], params[1])
@@ -147,7 +148,7 @@ class Accumulate(Transformation):
 
     def candidates(self, program):
         sizes = program.size_values
-        for loop, _, around in fp.loop_table(program).values():
+        for loop, _, around in scope.loop_table(program).values():
             nested = bool(around)
             arrays = list(dict.fromkeys(s.target.array for s in ir.assignments(loop.body)))
             for array in arrays:
@@ -159,7 +160,7 @@ class Accumulate(Transformation):
                 if not (box.size < whole or nested or box.size == 1) \
                         or box.size > fp.MAX_ELEMENTS:
                     continue
-                name = fp.default_name(program, "acc")
+                name = scope.default_name(program, "acc")
                 yield array, loop.iterator, name, None
                 if box.size <= fp.MAX_REGISTER:
                     yield array, loop.iterator, name, "register"
@@ -174,8 +175,8 @@ def _skip_proved(program, plan) -> bool:
     dependences."""
     refs, box = plan["refs"], plan["box"]
     array = plan["decl"].name
-    index = fp.assignment_index(program)
-    around = [l.iterator for l in fp.loop_table(program)[plan["loop"].iterator][2]]
+    index = scope.assignment_index(program)
+    around = [l.iterator for l in scope.loop_table(program)[plan["loop"].iterator][2]]
     for k in box.covering:
         ref = refs[k]
         if not ref.write or ref.stmt.op != "=" or any(
@@ -206,7 +207,7 @@ def _build(program, params, plan, load: bool):
         iters = fp.copy_iterators(taken, refs, box, region)
         new.append(fp.copy_nest(box, iters, lambda li, ai: ir.Assign(
             ir.Access(name, li), "=", ir.Access(array, ai))))
-    new += fp.rewrite_accesses([loop], array,
+    new += scope.rewrite_accesses([loop], array,
                                lambda acc: ir.Access(name, box.local_index(acc), acc.loc))
     iters = fp.copy_iterators(taken, refs, box, region)
     new.append(fp.copy_nest(box, iters, lambda li, ai: ir.Assign(

@@ -151,6 +151,16 @@ class Unroll(_OneLoop):
         return None
 
 
+def _shared_outside(program, path) -> bool:
+    """Is a shared local declared in a body that encloses the statement at path?"""
+    body = program.body
+    for k in path:
+        if any(isinstance(s, ir.Local) and s.space == "shared" for s in body):
+            return True
+        body = body[k].body if isinstance(body[k], ir.Loop) else ()
+    return False
+
+
 class Bind(Transformation):
     name = "bind"
     usage = "bind LOOP gpu.block.x|y|z|gpu.thread.x|y|z"
@@ -183,9 +193,16 @@ class Bind(Transformation):
         if axis in nest_axes:
             return f"{axis} is already bound in this loop nest"
         if kind == "block" and any(a.startswith("gpu.thread") for l in around for a in l.annotations):
-            return f"a block loop cannot sit inside a thread loop"
+            return "a block loop cannot sit inside a thread loop"
         if kind == "thread" and any(a.startswith("gpu.block") for l in inner for a in l.annotations):
-            return f"a thread loop cannot enclose a block loop"
+            return "a thread loop cannot enclose a block loop"
+        if kind == "thread" and any(isinstance(s, ir.Local) and s.space == "shared"
+                                    for s in ir.walk_stmts(loop.body)):
+            return (f"loop '{name}' declares a shared local, which must stay outside the "
+                    "thread loops")
+        if kind == "block" and _shared_outside(program, path):
+            return (f"a shared local declared outside loop '{name}' would sit outside the "
+                    "block loops")
         if kind == "thread":
             n = max_extent(loop, program.size_values)
             if n is None:

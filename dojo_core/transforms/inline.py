@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from .. import ir
 from . import footprint as fp
+from . import scope
 from .base import Transformation
 from .util import body_at, with_program_body, written_in
 
@@ -109,7 +110,7 @@ class Inline(Transformation):
                     s = ir.Loop(s.iterator, s.lo, s.hi, s.annotations, drop(s.body), s.loc)
                 out.append(s)
             return tuple(out)
-        body = fp.rewrite_accesses(drop(program.body), name, lambda a: define.value)
+        body = scope.rewrite_accesses(drop(program.body), name, lambda a: define.value)
         return with_program_body(program, body)
 
 

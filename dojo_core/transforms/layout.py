@@ -16,7 +16,7 @@ from __future__ import annotations
 from itertools import permutations
 
 from .. import ir
-from . import footprint as fp
+from . import scope
 from .base import Transformation
 
 MAX_ENUM_RANK = 3
@@ -89,7 +89,7 @@ class Layout(Transformation):
                     out.append(s)
             return tuple(out)
 
-        body = fp.rewrite_accesses(decls(program.body), name,
+        body = scope.rewrite_accesses(decls(program.body), name,
                                    lambda a: ir.Access(a.array, permute(a.indices), a.loc))
         arrays = tuple(ir.ArrayDecl(d.kind, d.name, d.dtype, permute(d.dims), d.loc)
                        if d.name == name else d for d in program.arrays)

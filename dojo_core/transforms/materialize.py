@@ -15,7 +15,7 @@ The name defaults to `t` (then t2, t3, ...); `inline NAME` undoes the step.
 from __future__ import annotations
 
 from .. import ir
-from . import footprint as fp
+from . import scope
 from .base import Transformation
 from .util import find_ref, replace_at
 
@@ -40,7 +40,7 @@ class Materialize(Transformation):
         name = None
         for n, a in enumerate(ir.assignments(program)):
             if not _plain(a.value):
-                name = name or fp.default_name(program, "t")
+                name = name or scope.default_name(program, "t")
                 yield f"s{n}", name
 
     def check(self, program, params):
@@ -50,15 +50,15 @@ class Materialize(Transformation):
             return f"'{ref}' is not an assignment (name one as sN, the N-th in textual order)"
         if _plain(stmt.value):
             return f"the value of {ref} is already a plain access, iterator or constant"
-        decl = fp.visible_decl(program, path, stmt.target.array)
+        decl = scope.visible_decl(program, path, stmt.target.array)
         if decl.dtype == "bf16" and stmt.op != "=":
             return f"a bf16 local would round the value of {ref} before the '{stmt.op}' update"
-        return fp.name_problem(program, name)
+        return scope.name_problem(program, name)
 
     def apply(self, program, params):
         ref, name = params
         stmt, path = find_ref(program, ref)
-        dtype = fp.visible_decl(program, path, stmt.target.array).dtype
+        dtype = scope.visible_decl(program, path, stmt.target.array).dtype
         local = ir.Local(name, dtype, (), None)
         define = ir.Assign(ir.Access(name, ()), "=", stmt.value)
         use = ir.Assign(stmt.target, stmt.op, ir.Access(name, ()), stmt.loc)

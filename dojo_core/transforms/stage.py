@@ -29,6 +29,7 @@ from .. import ir
 from ..checker import check as check_program
 from ..poly import const_value
 from . import footprint as fp
+from . import scope
 from .base import NotApplicable, Transformation
 from .util import declared_names, loops_around, replace_at, with_body
 
@@ -56,18 +57,18 @@ class Stage(Transformation):
     def _plan(self, program, array, loop_name, use_isl=True):
         """(loop, path, decl, refs, box) or a reason string (independent of name/space);
         the box from the affine forms, else (use_isl) from islpy."""
-        plan = fp.CACHE.get(program, ("stage", array, loop_name, False),
+        plan = scope.CACHE.get(program, ("stage", array, loop_name, False),
                             lambda: self._compute(program, array, loop_name, False))
         if use_isl and isinstance(plan, str) and plan.endswith(f"({fp.NEEDS_ISL})"):
-            plan = fp.CACHE.get(program, ("stage", array, loop_name, True),
+            plan = scope.CACHE.get(program, ("stage", array, loop_name, True),
                                 lambda: self._compute(program, array, loop_name, True))
         return plan
 
     def _compute(self, program, array, loop_name, use_isl):
-        if loop_name not in fp.loop_table(program):
+        if loop_name not in scope.loop_table(program):
             return f"there is no loop '{loop_name}'"
-        loop, path, around = fp.loop_table(program)[loop_name]
-        decl = fp.visible_decl(program, path, array)
+        loop, path, around = scope.loop_table(program)[loop_name]
+        decl = scope.visible_decl(program, path, array)
         if decl is None:
             return f"there is no array or local '{array}' visible at loop '{loop_name}'"
         refs = fp.loop_refs(program, loop_name, array, False)
@@ -90,7 +91,7 @@ class Stage(Transformation):
     def _needs_proof(self, plan) -> bool:
         """Must the checker prove that the copied elements are initialised?"""
         _, _, decl, _, box = plan
-        return fp.kind_of(decl) not in ("in", "inout") and not box.covering
+        return scope.kind_of(decl) not in ("in", "inout") and not box.covering
 
     def check(self, program, params):
         array, loop_name, name, space = params
@@ -98,7 +99,7 @@ class Stage(Transformation):
         if isinstance(plan, str):
             return plan
         loop, path, decl, refs, box = plan
-        problem = fp.name_problem(program, name)
+        problem = scope.name_problem(program, name)
         if problem:
             return problem
         if box.size > fp.MAX_ELEMENTS:
@@ -131,7 +132,7 @@ class Stage(Transformation):
                 return (f"some elements of '{params[0]}' copied at the start of "
                         f"'{params[1]}' are not initialised there")
             return f"staging produced an invalid program (a bug): {errors[0].message}"
-        return fp.CACHE.get(program, ("stage-result",) + tuple(params), compute)
+        return scope.CACHE.get(program, ("stage-result",) + tuple(params), compute)
 
     def apply(self, program, params):
         plan = self._plan(program, params[0], params[1])
@@ -145,7 +146,7 @@ class Stage(Transformation):
     # ------------------------------------------------------------------ enumeration
 
     def candidates(self, program):
-        for loop, _, around in fp.loop_table(program).values():
+        for loop, _, around in scope.loop_table(program).values():
             nested = bool(around)
             written = {s.target.array for s in ir.assignments(loop.body)}
             seen = []
@@ -161,7 +162,7 @@ class Stage(Transformation):
                 whole = prod(const_value(d, program.size_values) for d in decl.dims)
                 if not (box.size < whole or nested) or box.size > fp.MAX_ELEMENTS:
                     continue
-                name = fp.default_name(program, array + "t")
+                name = scope.default_name(program, array + "t")
                 yield array, loop.iterator, name, None
                 if box.size <= fp.MAX_REGISTER:
                     yield array, loop.iterator, name, "register"
@@ -176,7 +177,7 @@ def _build(program, params, plan):
     local = ir.Local(name, decl.dtype, box.local_dims(), space)
     copy = fp.copy_nest(box, iters, lambda li, ai: ir.Assign(ir.Access(name, li), "=",
                                                              ir.Access(array, ai)))
-    body = fp.rewrite_accesses(loop.body, array,
+    body = scope.rewrite_accesses(loop.body, array,
                                lambda acc: ir.Access(name, box.local_index(acc), acc.loc))
     return replace_at(program, path, [with_body(loop, (local, copy) + body)])
 

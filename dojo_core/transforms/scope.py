@@ -1,0 +1,107 @@
+"""Names, scopes and per-program memoisation shared by the data transformations
+(stage, accumulate, layout, inline, materialize)."""
+from __future__ import annotations
+
+import re
+
+from .. import ir
+from ..parser import KEYWORDS
+from .util import declared_names, fresh
+
+
+def taken_names(program) -> frozenset:
+    """util.declared_names, memoised for the current program."""
+    return CACHE.get(program, "declared", lambda: frozenset(declared_names(program)))
+
+
+def name_problem(program, name: str):
+    """Why `name` cannot name a new local or iterator here, or None."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", name) is None or name in KEYWORDS \
+            or name in ir.FUNCTIONS:
+        return f"'{name}' is not a valid name"
+    if name in taken_names(program):
+        return f"the name '{name}' is already taken"
+    return None
+
+
+def default_name(program, base: str) -> str:
+    """base if it is free, else base2, base3, ..."""
+    taken = taken_names(program)
+    return base if base not in taken else fresh(set(taken), base)
+
+
+def loop_table(program) -> dict:
+    """iterator -> (loop, path, loops around it), memoised for the current program."""
+    def compute():
+        table = {}
+
+        def go(body, path, around):
+            for k, s in enumerate(body):
+                if isinstance(s, ir.Loop):
+                    table[s.iterator] = (s, path + [k], around)
+                    go(s.body, path + [k], around + [s])
+        go(program.body, [], [])
+        return table
+    return CACHE.get(program, "loops", compute)
+
+
+def assignment_index(program) -> dict:
+    """id(assign) -> its position in textual order (the deps statement S<n>)."""
+    return CACHE.get(program, "assign-index",
+                     lambda: {id(a): k for k, a in enumerate(ir.assignments(program))})
+
+
+def visible_decl(program, path, name):
+    """The declaration (ArrayDecl or Local) of `name` visible at the statement at path,
+    or None (a local must be declared earlier in a body enclosing that statement)."""
+    body = program.body
+    for depth, k in enumerate(path):
+        for s in body[:k]:
+            if isinstance(s, ir.Local) and s.name == name:
+                return s
+        if depth + 1 < len(path):
+            body = body[k].body
+    return program.array(name)
+
+
+def kind_of(decl) -> str:
+    return "local" if isinstance(decl, ir.Local) else decl.kind
+
+
+def rewrite_accesses(stmts, array: str, fn) -> tuple:
+    """The statements with every access to `array` (targets and reads) replaced by fn(access)."""
+    def expr(e):
+        return ir.map_expr(e, lambda n: fn(n) if isinstance(n, ir.Access) and n.array == array
+                           else n)
+    out = []
+    for s in stmts:
+        if isinstance(s, ir.Loop):
+            out.append(ir.Loop(s.iterator, s.lo, s.hi, s.annotations,
+                               rewrite_accesses(s.body, array, fn), s.loc))
+        elif isinstance(s, ir.Assign):
+            t = fn(s.target) if s.target.array == array else s.target
+            out.append(ir.Assign(t, s.op, expr(s.value), s.loc))
+        else:
+            out.append(s)
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- caching
+
+class ProgramCache:
+    """Results memoised for the last program seen (by identity): enumeration calls
+    candidates and check many times on one program value."""
+
+    def __init__(self):
+        self.program = None
+        self.entries = {}
+
+    def get(self, program, key, compute):
+        if self.program is not program:
+            self.program, self.entries = program, {}
+        if key not in self.entries:
+            self.entries[key] = compute()
+        return self.entries[key]
+
+
+CACHE = ProgramCache()
