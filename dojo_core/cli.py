@@ -273,12 +273,8 @@ def isa_target(args):
 def cmd_codegen(args) -> int:
     program = load_state(args)
     if args.target == "cuda":
-        try:
-            from .codegen.cuda import generate_cuda
-        except ImportError:
-            _eprint("cuda: not available yet")
-            return 2
-        _write(generate_cuda(program))
+        from .codegen.cuda import generate_cuda
+        _write(generate_cuda(program))   # a CudaCodegenError is a located DojoError
         return 0
     from .codegen import generate_c
     with _c_errors(args.file):

@@ -1,0 +1,500 @@
+"""Scalar CUDA C++ expressions for the CUDA generator: names, types, literals, helpers.
+
+The value semantics are the reference interpreter's (``dojo_core.interp``), the same as the
+C generator's (``c_expr``), written for device code:
+
+* ``X[f] op= e`` computes ``e`` in the *context type* of X (its dtype; bf16 computes as f32
+  and rounds to bfloat16, nearest even, on every store). Array elements read are converted
+  to it; integer expressions of iterators, sizes and integer constants are computed exactly
+  (in ``long long`` when they multiply) and converted; float constants are constants of the
+  context type (double in an integer context). Mixed types follow numpy's promotion.
+* ``/`` between integers truncates toward zero; ``//`` and ``%`` floor (Python: the sign of
+  the divisor); integer division by zero gives 0; ``max``/``min`` propagate NaN (numpy);
+  functions of integers are computed in double. ``rsqrt`` is CUDA's ``rsqrtf``/``rsqrt``
+  (within 2 ulp of ``1/sqrt``; the interpreter rounds twice), the other functions are the
+  CUDA math library's (``expf logf sqrtf tanhf erff``, within their documented ulp bounds).
+* f16 is refused (``CudaCodegenError``): the generator has no ``__half`` lowering yet.
+
+Indices, bounds and iterators are 32-bit ``int`` (faster on the GPU); an array with more
+than 2^31 - 1 elements is indexed in ``long long``. ``//`` and ``%`` in indices become C's
+``/`` and ``%`` where the dividend is provably non-negative (split tails and tiles), else
+the floor helpers.
+
+Helpers (``dojo_*``, ``__host__ __device__``) are emitted only when used, in a fixed order.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ir
+from ..errors import DojoError
+from ..poly import const_value
+
+CTYPES = {"f32": "float", "f64": "double", "bf16": "float", "i32": "int", "i64": "long long",
+          "bool": "bool"}
+ITEMSIZE = {"f32": 4, "f64": 8, "bf16": 4, "i32": 4, "i64": 8}
+NUMPY = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}
+FLOATS = ("f32", "f64")
+INTS = ("i32", "i64")
+INT32_MAX = 2**31 - 1
+
+PRIMARY, UNARY, MUL, ADD, REL, EQ, AND, COND = 16, 14, 13, 12, 10, 9, 5, 3
+_BIN_PREC = {"+": ADD, "-": ADD, "*": MUL, "/": MUL, "%": MUL, "<": REL, "<=": REL, ">": REL,
+             ">=": REL, "==": EQ, "!=": EQ}
+
+RESERVED = frozenset("""
+alignas alignof and asm auto bool break case catch char char16_t char32_t class const
+constexpr const_cast continue decltype default delete do double dynamic_cast else enum
+explicit export extern false float for friend goto if inline int long mutable namespace new
+noexcept not nullptr operator or private protected public register reinterpret_cast return
+short signed sizeof static static_assert static_cast struct switch template this
+thread_local throw true try typedef typeid typename union unsigned using virtual void
+volatile wchar_t while restrict
+threadIdx blockIdx blockDim gridDim warpSize dim3 min max abs exp expf log logf sqrt sqrtf
+rsqrt rsqrtf tanh tanhf erf erff fabs fabsf pow powf fmod fmodf floor floorf copysign
+copysignf llabs memcpy memset malloc free printf fprintf snprintf fopen fclose fread fwrite
+qsort atoi strcmp stderr stdout stdin main argc argv errno size_t int8_t int16_t int32_t int64_t
+uint8_t uint16_t uint32_t uint64_t INFINITY NAN NULL EOF FILE assert err
+""".split())
+
+
+class CudaCodegenError(DojoError):
+    """The program has no CUDA translation here; located at the offending statement."""
+
+    def __init__(self, message: str, node=None):
+        loc = getattr(node, "loc", None)
+        super().__init__(message, loc.line if loc else 1, loc.col if loc else 1)
+
+
+def context_type(dtype: str) -> str:
+    return "f32" if dtype == "bf16" else dtype
+
+
+def promote(a: str, b: str) -> str:
+    """numpy's result_type for the types that occur here."""
+    if a == b:
+        return a
+    if a == "bool":
+        return b
+    if b == "bool":
+        return a
+    if a in INTS and b in INTS:
+        return "i64"
+    if a in FLOATS and b in FLOATS:
+        return "f64"
+    return "f64"
+
+
+def paren(code: str, prec: int, need: int) -> str:
+    return f"({code})" if prec < need else code
+
+
+def literal(value, t: str):
+    """(code, prec) of a constant of type t."""
+    if t in INTS or t == "bool":
+        v = int(value)
+        if -2**31 < v <= INT32_MAX and t != "i64":
+            return str(v), (UNARY if v < 0 else PRIMARY)
+        return f"{v}LL", (UNARY if v < 0 else PRIMARY)
+    v = NUMPY[t](value)
+    if np.isinf(v):
+        text = "INFINITY" if t == "f32" else "(double)INFINITY"
+        return (text, PRIMARY if t == "f32" else UNARY) if v > 0 else (f"-{text}", UNARY)
+    text = str(v) if t == "f32" else repr(float(v))
+    if "." not in text and "e" not in text:
+        text += ".0"
+    if t == "f32":
+        text += "f"
+    return text, (UNARY if text.startswith("-") else PRIMARY)
+
+
+def int_tree(expr) -> bool:
+    """Integer arithmetic of iterators, sizes and integer constants (as in the interpreter)."""
+    if isinstance(expr, ir.Const):
+        return isinstance(expr.value, int) and not isinstance(expr.value, bool)
+    if isinstance(expr, ir.Var):
+        return True
+    if isinstance(expr, ir.Neg):
+        return int_tree(expr.operand)
+    if isinstance(expr, ir.BinOp) and expr.op in ("+", "-", "*", "//", "%"):
+        return int_tree(expr.lhs) and int_tree(expr.rhs)
+    if isinstance(expr, ir.Call) and expr.func in ("min", "max") and len(expr.args) == 2:
+        return all(int_tree(a) for a in expr.args)
+    return False
+
+
+def cuda_names(program: ir.Program) -> dict:
+    """IR name -> C identifier: names that clash with C++/CUDA keywords, builtins, the
+    functions and macros the generated code uses, or start with ``dojo_``/``_`` (the
+    generator's own names) get a ``_`` suffix (repeated until unique)."""
+    names = [n for n, _ in program.sizes] + [d.name for d in program.arrays]
+    for stmt in ir.walk_stmts(program.body):
+        if isinstance(stmt, ir.Loop):
+            names.append(stmt.iterator)
+        elif isinstance(stmt, ir.Local):
+            names.append(stmt.name)
+    plain, taken, out = set(names), set(), {}
+    for n in names:
+        c = n
+        if c in RESERVED or c.startswith(("dojo_", "_")):
+            c = n + "_"
+            while c in plain or c in taken or c in RESERVED:
+                c += "_"
+        out[n] = c
+        taken.add(c)
+    return out
+
+
+# --------------------------------------------------------------------------- helpers
+
+_HD = "static __host__ __device__ __forceinline__"
+_D = "static __device__ __forceinline__"
+
+HELPER_TEXT = {
+    "imin": f"{_HD} int dojo_imin(int a, int b) {{ return a < b ? a : b; }}",
+    "imax": f"{_HD} int dojo_imax(int a, int b) {{ return a > b ? a : b; }}",
+    "floordiv": f"""/* Python floor division and modulo (the sign of the divisor); 0 for a zero divisor */
+{_HD} int dojo_floordiv(int a, int b)
+{{
+  if (b == 0) return 0;
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}}""",
+    "mod": f"""{_HD} int dojo_mod(int a, int b)
+{{
+  if (b == 0) return 0;
+  int r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}}""",
+    "min_i64": f"{_HD} long long dojo_min_i64(long long a, long long b) {{ return a < b ? a : b; }}",
+    "max_i64": f"{_HD} long long dojo_max_i64(long long a, long long b) {{ return a > b ? a : b; }}",
+    "floordiv_i64": f"""{_HD} long long dojo_floordiv_i64(long long a, long long b)
+{{
+  if (b == 0) return 0;
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}}""",
+    "mod_i64": f"""{_HD} long long dojo_mod_i64(long long a, long long b)
+{{
+  if (b == 0) return 0;
+  long long r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}}""",
+    "div_i64": f"""/* C integer division (toward zero); 0 for a zero divisor */
+{_HD} long long dojo_div_i64(long long a, long long b) {{ return b == 0 ? 0 : (b == -1 ? -a : a / b); }}""",
+    "abs_i64": f"{_HD} long long dojo_abs_i64(long long a) {{ return a < 0 ? -a : a; }}",
+    "round_bf16": f"""/* round a float to bfloat16 precision (nearest, ties to even); NaN and inf stay */
+{_HD} float dojo_round_bf16(float x)
+{{
+  unsigned int u;
+  if (x != x) return x;
+  memcpy(&u, &x, 4);
+  u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  memcpy(&x, &u, 4);
+  return x;
+}}""",
+}
+_FLOAT_HELPERS = {
+    "max": "/* numpy maximum/minimum: NaN propagates */\n"
+           "{D} {T} dojo_max_{t}({T} a, {T} b) {{ return (a > b || a != a) ? a : b; }}",
+    "min": "{D} {T} dojo_min_{t}({T} a, {T} b) {{ return (a < b || a != a) ? a : b; }}",
+    "fmod": """/* numpy remainder and floor_divide of floats */
+{D} {T} dojo_mod_{t}({T} a, {T} b)
+{{
+  {T} r = fmod{s}(a, b);
+  if (b == 0) return r;
+  if (r != 0) return ((r < 0) != (b < 0)) ? r + b : r;
+  return copysign{s}(0, b);
+}}""",
+    "ffloordiv": """{D} {T} dojo_floordiv_{t}({T} a, {T} b)
+{{
+  {T} m = fmod{s}(a, b), d, f;
+  if (b == 0) return a / b;
+  d = (a - m) / b;
+  if (m != 0 && ((b < 0) != (m < 0))) d -= 1;
+  if (d == 0) return copysign{s}(0, a / b);
+  f = floor{s}(d);
+  return (d - f > 0.5{s}) ? f + 1 : f;
+}}""",
+}
+for _t, _T, _s in (("f32", "float", "f"), ("f64", "double", "")):
+    for _k, _tmpl in _FLOAT_HELPERS.items():
+        HELPER_TEXT[f"{_k}_{_t}"] = _tmpl.format(D=_D, T=_T, t=_t, s=_s)
+HELPER_ORDER = list(HELPER_TEXT)
+
+
+class Helpers:
+    """The helpers a translation unit uses (emitted in HELPER_ORDER)."""
+
+    def __init__(self):
+        self.used = set()
+
+    def use(self, name: str) -> None:
+        if name not in HELPER_TEXT:
+            raise KeyError(name)
+        self.used.add(name)
+
+    def text(self) -> list:
+        return [HELPER_TEXT[n] for n in HELPER_ORDER if n in self.used]
+
+
+# --------------------------------------------------------------------------- buffers
+
+class Buffer:
+    """How device (or host) code reaches an array, local or scalar.
+
+    kind: ``flat`` (a pointer, row-major, ``dims`` are IR dims), ``value`` (an ``in``
+    scalar passed by value), ``md`` (a C array ``name[d0][d1]...`` of the dims kept, or a
+    plain variable when none is kept)."""
+
+    def __init__(self, name, cname, dtype, dims, kind, keep=None, wide=False):
+        self.name, self.cname, self.dtype, self.dims, self.kind = name, cname, dtype, dims, kind
+        self.keep = tuple(range(len(dims))) if keep is None else tuple(keep)
+        self.wide = wide        # index in long long (more than 2^31 - 1 elements)
+
+    @property
+    def ctype(self) -> str:
+        return CTYPES[self.dtype]
+
+
+# --------------------------------------------------------------------------- expressions
+
+class ExprGen:
+    """CUDA text of index and value expressions (see the module docstring)."""
+
+    def __init__(self, program: ir.Program, names: dict, helpers: Helpers):
+        self.program = program
+        self.sizes = program.size_values
+        self.names = names
+        self.helpers = helpers
+        self.buffers = {}
+        self.nonneg_iters = set()
+        for loop in ir.loops(program):        # textual order: outer loops first
+            if self.nonneg(loop.lo):
+                self.nonneg_iters.add(loop.iterator)
+
+    # ------------------------------------------------------------------ integers
+
+    def nonneg(self, expr) -> bool:
+        """A sufficient proof that an integer expression is never negative."""
+        v = const_value(expr, self.sizes)
+        if v is not None:
+            return v >= 0
+        if isinstance(expr, ir.Var):
+            return expr.name in self.nonneg_iters
+        if isinstance(expr, ir.BinOp):
+            if expr.op in ("+", "*"):
+                return self.nonneg(expr.lhs) and self.nonneg(expr.rhs)
+            if expr.op in ("//", "%"):
+                d = const_value(expr.rhs, self.sizes)
+                return d is not None and d > 0 and (expr.op == "%" or self.nonneg(expr.lhs))
+        if isinstance(expr, ir.Call) and expr.func == "min":
+            return all(self.nonneg(a) for a in expr.args)
+        if isinstance(expr, ir.Call) and expr.func == "max":
+            return any(self.nonneg(a) for a in expr.args)
+        return False
+
+    def index(self, expr, wide=False):
+        """(code, prec) of an integer index or bound expression (int; with ``wide`` the
+        variables are read as long long, so products cannot overflow)."""
+        if isinstance(expr, ir.Const):
+            return literal(int(expr.value), "i32")
+        if isinstance(expr, ir.Var):
+            name = self.names.get(expr.name, expr.name)
+            if wide:
+                return f"(long long){name}", UNARY
+            return name, PRIMARY
+        if isinstance(expr, ir.Neg):
+            code, p = self.index(expr.operand, wide)
+            return f"-{paren(code, p, UNARY + 1)}", UNARY
+        if isinstance(expr, ir.BinOp) and expr.op in ("+", "-", "*"):
+            p = _BIN_PREC[expr.op]
+            (lc, lp), (rc, rp) = self.index(expr.lhs, wide), self.index(expr.rhs, wide)
+            return f"{paren(lc, lp, p)} {expr.op} {paren(rc, rp, p + 1)}", p
+        if isinstance(expr, ir.BinOp) and expr.op in ("//", "%"):
+            d = const_value(expr.rhs, self.sizes)
+            if d is not None and d > 0 and self.nonneg(expr.lhs):
+                p = MUL
+                (lc, lp), (rc, rp) = self.index(expr.lhs, wide), self.index(expr.rhs, wide)
+                op = "/" if expr.op == "//" else "%"
+                return f"{paren(lc, lp, p)} {op} {paren(rc, rp, p + 1)}", p
+            name = ("floordiv" if expr.op == "//" else "mod") + ("_i64" if wide else "")
+            self.helpers.use(name)
+            a, b = self.index(expr.lhs, wide)[0], self.index(expr.rhs, wide)[0]
+            return f"dojo_{name}({a}, {b})", PRIMARY
+        if isinstance(expr, ir.Call) and expr.func in ("min", "max") and len(expr.args) == 2:
+            name = ("i" + expr.func) if not wide else f"{expr.func}_i64"
+            self.helpers.use(name)
+            a, b = (self.index(x, wide)[0] for x in expr.args)
+            return f"dojo_{name}({a}, {b})", PRIMARY
+        raise CudaCodegenError(f"not an integer index expression: {expr!r}", expr)
+
+    def dim_code(self, dim):
+        return self.index(dim)
+
+    def flat_index(self, buf: Buffer, indices) -> str:
+        """Row-major flattened index (Horner form) of an access to a flat buffer."""
+        code, prec = None, PRIMARY
+        for k, e in enumerate(indices):
+            ic, ip = self.index(e)
+            if code is None:
+                code, prec = ic, ip
+                if buf.wide and len(indices) > 1:
+                    code, prec = f"(long long){paren(code, prec, UNARY)}", UNARY
+                continue
+            dc, dp = self.dim_code(buf.dims[k])
+            code = f"{paren(code, prec, MUL)} * {paren(dc, dp, MUL + 1)} + {paren(ic, ip, ADD + 1)}"
+            prec = ADD
+        return code if code is not None else "0"
+
+    def lvalue(self, acc: ir.Access) -> str:
+        buf = self.buffers.get(acc.array)
+        if buf is None:
+            raise CudaCodegenError(f"'{acc.array}' is not visible here", acc)
+        if buf.kind == "value":
+            return buf.cname
+        if buf.kind == "md":
+            subs = "".join(f"[{self.index(acc.indices[k])[0]}]" for k in buf.keep)
+            return buf.cname + subs
+        if not acc.indices:
+            return f"{buf.cname}[0]"
+        return f"{buf.cname}[{self.flat_index(buf, acc.indices)}]"
+
+    # ------------------------------------------------------------------ values
+
+    def cast(self, code, prec, src, dst):
+        if src == dst or src == "bool":
+            return code, prec
+        return f"({CTYPES[dst]}){paren(code, prec, UNARY)}", UNARY
+
+    def value(self, expr, T: str):
+        """(code, type, prec) of a value expression computed in context type T."""
+        if int_tree(expr):
+            v = const_value(expr, self.sizes)
+            if v is not None:
+                code, p = literal(v, T)
+                return code, T, p
+            wide = any(isinstance(n, ir.BinOp) and n.op == "*" for n in ir.walk_expr(expr))
+            code, p = self.index(expr, wide)
+            code, p = self.cast(code, p, "i64" if wide else "i32", T)
+            return code, T, p
+        if isinstance(expr, ir.BinOp) and expr.op in ir.COMPARE_OPS \
+                and int_tree(expr.lhs) and int_tree(expr.rhs):
+            prec = _BIN_PREC[expr.op]
+            (lc, lp), (rc, rp) = self.index(expr.lhs), self.index(expr.rhs)
+            return f"{paren(lc, lp, prec)} {expr.op} {paren(rc, rp, prec + 1)}", "bool", prec
+        if isinstance(expr, ir.Const):
+            t = T if T in FLOATS else "f64"
+            code, p = literal(expr.value, t)
+            return code, t, p
+        if isinstance(expr, ir.Access):
+            buf = self.buffers.get(expr.array)
+            if buf is None:
+                raise CudaCodegenError(f"'{expr.array}' is not visible here", expr)
+            code, p = self.cast(self.lvalue(expr), PRIMARY, context_type(buf.dtype), T)
+            return code, T, p
+        if isinstance(expr, ir.Neg):
+            code, t, p = self.value(expr.operand, T)
+            return f"-{paren(code, p, UNARY + 1)}", t, UNARY
+        if isinstance(expr, ir.BinOp):
+            return self.binop(expr, T)
+        if isinstance(expr, ir.Call):
+            return self.call(expr, T)
+        raise CudaCodegenError(f"cannot translate {expr!r}", expr)
+
+    def binop(self, expr, T):
+        (lc, lt, lp), (rc, rt, rp) = self.value(expr.lhs, T), self.value(expr.rhs, T)
+        t = promote(lt, rt)
+        lc, lp = self.cast(lc, lp, lt, t)
+        rc, rp = self.cast(rc, rp, rt, t)
+        op = expr.op
+        if op in ir.COMPARE_OPS:
+            prec = _BIN_PREC[op]
+            return f"{paren(lc, lp, prec)} {op} {paren(rc, rp, prec + 1)}", "bool", prec
+        if t in INTS + ("bool",) and op in ("/", "//", "%"):
+            name = {"/": "div", "//": "floordiv", "%": "mod"}[op] + "_i64"
+            self.helpers.use(name)
+            code, prec = self.cast(f"dojo_{name}({lc}, {rc})", PRIMARY, "i64", t)
+            return code, t, prec
+        if op in ("//", "%"):
+            name = {"//": "ffloordiv", "%": "fmod"}[op]
+            self.helpers.use(f"{name}_{t}")
+            fn = "floordiv" if op == "//" else "mod"
+            return f"dojo_{fn}_{t}({lc}, {rc})", t, PRIMARY
+        prec = _BIN_PREC[op]
+        return f"{paren(lc, lp, prec)} {op} {paren(rc, rp, prec + 1)}", t, prec
+
+    def call(self, expr, T):
+        f = expr.func
+        args = [self.value(a, T) for a in expr.args]
+        if f == "select":
+            (cc, ct, cp), (ac, at, ap), (bc, bt, bp) = args
+            if ct != "bool":
+                cc, cp = f"{paren(cc, cp, EQ)} != 0", EQ
+            t = promote(at, bt)
+            ac, ap = self.cast(ac, ap, at, t)
+            bc, bp = self.cast(bc, bp, bt, t)
+            return (f"{paren(cc, cp, COND + 1)} ? {paren(ac, ap, COND + 1)} : "
+                    f"{paren(bc, bp, COND)}"), t, COND
+        if f in ("exp", "log", "sqrt", "tanh", "erf", "rsqrt", "abs"):
+            code, t, p = args[0]
+            if f == "abs" and t in INTS + ("bool",):
+                self.helpers.use("abs_i64")
+                code, p = self.cast(f"dojo_abs_i64({code})", PRIMARY, "i64", t)
+                return code, t, p
+            if t not in FLOATS:
+                code, p = self.cast(code, p, t, "f64")
+                t = "f64"
+            name = "fabs" if f == "abs" else f
+            return f"{name if t == 'f64' else name + 'f'}({code})", t, PRIMARY
+        if f in ("max", "min", "pow"):
+            (ac, at, ap), (bc, bt, bp) = args
+            t = promote(at, bt)
+            if f == "pow" and t not in FLOATS:
+                t = "f64"
+            ac, ap = self.cast(ac, ap, at, t)
+            bc, bp = self.cast(bc, bp, bt, t)
+            if f == "pow":
+                return f"{'pow' if t == 'f64' else 'powf'}({ac}, {bc})", t, PRIMARY
+            if t in INTS or t == "bool":
+                self.helpers.use(f"{f}_i64")
+                code, p = self.cast(f"dojo_{f}_i64({ac}, {bc})", PRIMARY, "i64", t)
+                return code, t, p
+            self.helpers.use(f"{f}_{t}")
+            return f"dojo_{f}_{t}({ac}, {bc})", t, PRIMARY
+        raise CudaCodegenError(f"unknown function {f}/{len(args)}", expr)
+
+    # ------------------------------------------------------------------ statements
+
+    def assign(self, stmt: ir.Assign) -> str:
+        """One C statement (without indentation) for an assignment."""
+        buf = self.buffers.get(stmt.target.array)
+        if buf is None:
+            raise CudaCodegenError(f"'{stmt.target.array}' is not visible here", stmt)
+        if buf.kind == "value":
+            raise CudaCodegenError(f"'{stmt.target.array}' is an input", stmt)
+        T = context_type(buf.dtype)
+        target = self.lvalue(stmt.target)
+        code, t, p = self.value(stmt.value, T)
+        op = stmt.op
+        if op in ("max=", "min="):
+            u = promote(T, t)
+            cur, cp = self.cast(target, PRIMARY, T, u)
+            code, p = self.cast(code, p, t, u)
+            fn = op[:-1]
+            if u in INTS:
+                self.helpers.use(f"{fn}_i64")
+                code, p = f"dojo_{fn}_i64({cur}, {code})", PRIMARY
+            else:
+                self.helpers.use(f"{fn}_{u}")
+                code, p = f"dojo_{fn}_{u}({cur}, {code})", PRIMARY
+            op = "="
+        if buf.dtype == "bf16":
+            if op in ("+=", "*="):
+                prec = ADD if op == "+=" else MUL
+                code = f"{target} {op[0]} {paren(code, p, prec + 1)}"
+            self.helpers.use("round_bf16")
+            return f"{target} = dojo_round_bf16({code});"
+        return f"{target} {op} {code};"
+
+
+__all__ = ["CTYPES", "ITEMSIZE", "Buffer", "CudaCodegenError", "ExprGen", "Helpers",
+           "context_type", "cuda_names", "int_tree", "literal", "paren", "promote"]
