@@ -4,6 +4,11 @@ What `make run` calls. It migrates the database in the state directory, refuses
 cleanly (exit 1, one line) when the port is taken, starts daphne, and prints
 the URL only once the server accepts connections.  Ctrl-C stops the server;
 SIGTERM is passed on; the exit status is the server's.
+
+It also starts a local runner (``python -m runners``, named ``local``) that
+registers with a one-use token made at start; ``--no-runner`` or
+DOJO_LOCAL_RUNNER=0 leaves it out (runners on other hosts join with tokens from
+``manage.py make_runner_token``).  The runner is stopped before the server.
 """
 from __future__ import annotations
 
@@ -49,10 +54,38 @@ def migrate() -> None:
     call_command("migrate", interactive=False, verbosity=0)
 
 
+def start_local_runner(host: str, port: int, state_dir) -> subprocess.Popen:
+    """The embedded runner: registered with a one-use token made now (runners/daemon.py)."""
+    from webapp.runners.models import RegistrationToken
+
+    _, token = RegistrationToken.issue(note="local runner (make run)", uses=1)
+    local = "127.0.0.1" if host in ("0.0.0.0", "", "::") else (f"[{host}]" if ":" in host else host)
+    cmd = [sys.executable, "-m", "runners", "--server", f"http://{local}:{port}", "--name", "local",
+           "--labels", "local", "--state-dir", os.path.join(str(state_dir), "runner"), "--grace", "10",
+           "--log-level", os.environ.get("DOJO_RUNNER_LOG", "WARNING")]
+    env = dict(os.environ, DOJO_RUNNER_TOKEN=token)             # not on the command line
+    return subprocess.Popen(cmd, env=env)
+
+
+def stop_runner(runner) -> None:
+    """SIGTERM: the runner finishes (or hands back) its job, then says goodbye."""
+    if runner is None or runner.poll() is not None:
+        return
+    runner.terminate()
+    try:
+        runner.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        runner.kill()
+        runner.wait()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m webapp.launch", description=__doc__.splitlines()[0])
     parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    parser.add_argument("--no-runner", action="store_true",
+                        default=os.environ.get("DOJO_LOCAL_RUNNER", "1").lower() in ("0", "false", "no"),
+                        help="do not start the local runner")
     args = parser.parse_args(argv)
 
     if not port_is_free(args.host, args.port):
@@ -64,14 +97,23 @@ def main(argv: list[str] | None = None) -> int:
 
     cmd = [sys.executable, "-m", "daphne", "-b", args.host, "-p", str(args.port), "webapp.asgi:application"]
     proc = subprocess.Popen(cmd)
-    signal.signal(signal.SIGTERM, lambda *_: proc.terminate())   # stopping us stops the server
+    runner = None
+
+    def on_term(*_):                                             # stopping us stops the server
+        stop_runner(runner)
+        proc.terminate()
+
+    signal.signal(signal.SIGTERM, on_term)
     try:
         if wait_listening(args.host, args.port, proc):
             host = f"[{args.host}]" if ":" in args.host else args.host
+            if not args.no_runner:
+                runner = start_local_runner(args.host, args.port, settings.STATE_DIR)
             print(f"\n  PerfDojo is running at http://{host}:{args.port}/\n"
                   f"  state: {settings.STATE_DIR}   stop: Ctrl-C\n", flush=True)
         return proc.wait()
     except KeyboardInterrupt:
+        stop_runner(runner)
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
         try:
@@ -80,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             proc.kill()
             return proc.wait()
     finally:
+        stop_runner(runner)
         if proc.poll() is None:
             proc.terminate()
             proc.wait()

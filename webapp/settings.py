@@ -93,3 +93,35 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
 }
+
+# --- Runners and jobs (issue 5; webapp/runners/conf.py) --------------------------------
+# Embedded (default): safefs:// broker in STATE_DIR/broker, in-memory channel layer,
+# SQLite.  With REDIS_URL: Redis is the broker and the channel layer; with
+# DATABASE_URL (postgres://user:pass@host:5432/name): PostgreSQL is the database.
+from webapp.runners import conf as _runners_conf  # noqa: E402
+
+INSTALLED_APPS += ["django.contrib.admin", "webapp.runners"]
+if os.environ.get("DATABASE_URL"):
+    DATABASES["default"] = _runners_conf.database_from_url(
+        os.environ["DATABASE_URL"], DATABASES["default"].get("OPTIONS"))
+CHANNEL_LAYERS = _runners_conf.channel_layers()
+DOJO_BROKER_URL, DOJO_BROKER_OPTIONS = _runners_conf.broker(STATE_DIR)
+DOJO_RUNNER_BROKER_URL = os.environ.get("DOJO_RUNNER_BROKER_URL") or None   # what runners are told
+DOJO_RUNNER_BOOTSTRAP_TOKEN = os.environ.get("DOJO_RUNNER_BOOTSTRAP_TOKEN") or None  # shared, many uses
+DOJO_RUNNER_HEARTBEAT = _runners_conf.number(os.environ, "DOJO_RUNNER_HEARTBEAT", 3)      # s between beats
+DOJO_RUNNER_OFFLINE_AFTER = _runners_conf.number(os.environ, "DOJO_RUNNER_OFFLINE_AFTER", 15)
+DOJO_REAPER_INTERVAL = _runners_conf.number(os.environ, "DOJO_REAPER_INTERVAL", 2)   # 0: no reaper in web
+DOJO_REDISPATCH_AFTER = _runners_conf.number(os.environ, "DOJO_REDISPATCH_AFTER", 30)
+DOJO_JOB_PENDING_TIMEOUT = _runners_conf.number(os.environ, "DOJO_JOB_PENDING_TIMEOUT", 86400)
+DOJO_JOB_MAX_ATTEMPTS = int(_runners_conf.number(os.environ, "DOJO_JOB_MAX_ATTEMPTS", 3))
+DOJO_JOB_TIMEOUT = _runners_conf.number(os.environ, "DOJO_JOB_TIMEOUT", 300)          # default wall limit
+DOJO_JOB_MAX_TIMEOUT = _runners_conf.number(os.environ, "DOJO_JOB_MAX_TIMEOUT", 1800)
+
+# --- Histories, editor pages and the JSON API (issue 6) -----------------------------------
+INSTALLED_APPS += ["webapp.histories", "webapp.api"]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
+DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024          # history imports; IR sources stop at 64 KiB
+# DOJO_TEST_HOOKS=1 enables /__test__/push/ID (the browser tests' job.update trigger)
+DOJO_TEST_HOOKS = os.environ.get("DOJO_TEST_HOOKS", "") == "1"

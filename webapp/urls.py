@@ -1,8 +1,10 @@
-"""URL routes. Only the placeholder home page for now."""
-from django.urls import path
-
-from . import views
+"""URL routes: the runners app (issue 5), the JSON API and the pages (issue 6)."""
+from django.contrib import admin
+from django.urls import include, path
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", include("webapp.runners.urls")),     # /api/runners..., /api/jobs/ID (issue 5)
+    path("admin/", admin.site.urls),
+    path("", include("webapp.api.urls")),         # the rest of /api/ (issue 6); ends with a JSON 404
+    path("", include("webapp.histories.urls")),   # gallery "/", editor /s/ID/, accounts (issue 6)
 ]

@@ -1,0 +1,99 @@
+"""The runner's HTTP client for the server's runner protocol (JSON under /api/runners/).
+
+Network errors and 5xx answers are retried with exponential backoff (0.2 s up
+to 5 s) until ``patience`` seconds have passed (None: forever, or until the
+``stop`` event is set), so a runner rides out a server restart or a network
+loss.  A 4xx answer is final and raises ``Refused`` with the server's reason.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+
+
+class Refused(Exception):
+    """The server answered 4xx; ``status`` and ``data`` (the JSON answer) say why."""
+
+    def __init__(self, status: int, data: dict):
+        self.status, self.data = status, data
+        super().__init__(f"HTTP {status}: {data.get('error') or data}")
+
+
+class Unreachable(Exception):
+    """The server could not be reached within the patience given."""
+
+
+class Client:
+    def __init__(self, server: str, secret: str | None = None, timeout: float = 15.0,
+                 stop: threading.Event | None = None):
+        self.server = server.rstrip("/")
+        self.secret = secret
+        self.timeout = timeout
+        self.stop = stop or threading.Event()
+
+    def _once(self, method: str, path: str, body) -> tuple[int, dict]:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.server + path, data=data, method=method)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        if self.secret:
+            req.add_header("Authorization", f"Bearer {self.secret}")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                raw, status = resp.read(), resp.status
+        except urllib.error.HTTPError as exc:
+            raw, status = exc.read(), exc.code
+        try:
+            payload = json.loads(raw.decode() or "{}")
+        except (ValueError, UnicodeDecodeError):
+            payload = {"error": raw[:200].decode(errors="replace")}
+        if not isinstance(payload, dict):
+            payload = {"data": payload}
+        return status, payload
+
+    def request(self, method: str, path: str, body=None, patience: float | None = 60.0) -> dict:
+        deadline = None if patience is None else time.monotonic() + patience
+        delay = 0.2
+        last = None
+        while True:
+            try:
+                status, payload = self._once(method, path, body)
+                if status < 400:
+                    return payload
+                if status < 500:
+                    raise Refused(status, payload)
+                last = f"HTTP {status}: {payload.get('error') or payload}"
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
+                last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+            if self.stop.is_set() or (deadline is not None and time.monotonic() + delay > deadline):
+                raise Unreachable(f"{self.server}{path}: {last}")
+            self.stop.wait(delay)
+            delay = min(delay * 2, 5.0)
+
+    # the protocol ---------------------------------------------------------------------------
+    def register(self, token: str, name: str | None, labels, hardware: dict, sandbox: dict,
+                 patience=120.0) -> dict:
+        return self.request("POST", "/api/runners/register",
+                            {"token": token, "name": name, "labels": list(labels or []),
+                             "hardware": hardware, "sandbox": sandbox}, patience)
+
+    def heartbeat(self, current_job=None, patience=10.0) -> dict:
+        return self.request("POST", "/api/runners/heartbeat", {"current_job": current_job}, patience)
+
+    def claim(self, job_id: int, patience=120.0) -> dict:
+        return self.request("POST", f"/api/runners/jobs/{int(job_id)}/claim", {}, patience)
+
+    def result(self, job_id: int, attempt: int, state: str, result: dict, patience=None) -> dict:
+        return self.request("POST", f"/api/runners/jobs/{int(job_id)}/result",
+                            {"attempt": attempt, "state": state, "result": result}, patience)
+
+    def release(self, job_id: int, reason: str, patience=15.0) -> dict:
+        return self.request("POST", f"/api/runners/jobs/{int(job_id)}/release",
+                            {"reason": reason}, patience)
+
+    def bye(self, patience=5.0) -> dict:
+        return self.request("POST", "/api/runners/bye", {}, patience)

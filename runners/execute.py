@@ -1,0 +1,228 @@
+"""One job on the runner: claim it from the server, benchmark it in the sandbox, report.
+
+``execute(job_id, cfg)`` is what the Celery task calls.  The task message holds
+only the job id: the job itself (canonical IR, steps, sizes, options) comes from
+the server's claim answer, which also tells which attempt this is.  A claim the
+server refuses (unknown job, already done, cancelled, given to another runner)
+is skipped, which makes duplicate deliveries harmless.
+
+The benchmark is ``python -m dojo_core bench kernel.dojo --steps job.steps ...``
+in a fresh temporary directory under the sandbox (``runners.sandbox``); its JSON
+line becomes the result.  ``interpret(outcome)`` maps every way it can end
+(success, outputs that differ, a refusal, a crash by signal, the wall timeout,
+a cancel, a sandbox failure) to ``(state, result)`` with a one-line ``error``.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+
+from . import sandbox
+from .client import Client, Refused, Unreachable
+
+log = logging.getLogger("runners.execute")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULT_KEYS = ("median_s", "min_s", "max_s", "reps", "gflops", "gbytes_per_s", "verified",
+               "verified_against", "max_error", "target", "compiler", "flags", "threads",
+               "compile_s")
+
+
+# --------------------------------------------------------------------------- state files
+
+def _write_json(path: str, data: dict) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(data, f)
+    os.replace(tmp, path)
+
+
+def current_path(state_dir: str) -> str:
+    return os.path.join(state_dir, "current.json")
+
+
+def cancel_path(state_dir: str, job_id: int) -> str:
+    return os.path.join(state_dir, f"cancel-{int(job_id)}")
+
+
+def read_current(state_dir: str) -> dict | None:
+    try:
+        with open(current_path(state_dir)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def clear_current(state_dir: str) -> None:
+    for path in (current_path(state_dir),):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
+# --------------------------------------------------------------------------- the job
+
+def bench_command(spec: dict, python: str | None = None) -> list:
+    opts = spec.get("options") or {}
+    cmd = [python or sys.executable, "-m", "dojo_core", "bench", "kernel.dojo"]
+    if spec.get("steps"):
+        cmd += ["--steps", "job.steps"]
+    cmd += ["--min-time", str(float(opts.get("min_time", 0.2)))]
+    inner = max(1.0, float(opts.get("timeout_s", 300)) - 5)
+    cmd += ["--timeout", str(inner)]
+    if opts.get("threads"):
+        cmd += ["--threads", str(int(opts["threads"]))]
+    if opts.get("flush"):
+        cmd += ["--flush"]
+    sizes = spec.get("sizes") or {}
+    if sizes:
+        cmd += ["--size", *(f"{k}={int(v)}" for k, v in sizes.items())]
+    return cmd
+
+
+def _last_json(text: str):
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                return None
+    return None
+
+
+def _reason(stderr: str) -> str:
+    lines = [l.strip() for l in stderr.strip().splitlines() if l.strip()]
+    if not lines:
+        return ""
+    line = lines[-1]
+    # "kernel.dojo:1:1: C run failed: ..." -> "C run failed: ..."
+    for prefix in ("kernel.dojo:", "job.steps:"):
+        if line.startswith(prefix):
+            parts = line.split(":", 3)
+            if len(parts) == 4 and parts[1].isdigit() and parts[2].isdigit():
+                line = (parts[3].strip() if prefix == "kernel.dojo:"
+                        else f"steps line {parts[1]}: {parts[3].strip()}")
+    return line[:500]
+
+
+def interpret(outcome: sandbox.Outcome, limits: sandbox.Limits) -> tuple[str, dict]:
+    """(state, result) from the sandbox outcome of a bench command."""
+    info = {"wall_s": outcome.wall_s, "sandbox": {"network": outcome.network,
+                                                   "limits": outcome.limits}}
+    data = _last_json(outcome.stdout)
+    result = {k: data.get(k) for k in RESULT_KEYS} if isinstance(data, dict) else {}
+    result.update(info)
+    if outcome.cancelled:
+        return "cancelled", {**result, "error": "cancelled"}
+    if outcome.timed_out:
+        return "failed", {**result, "error": f"timed out after {limits.wall_s:g} s (wall limit); "
+                                              "the process group was killed"}
+    if outcome.signal:
+        why = {"SIGXCPU": f"CPU time limit ({limits.cpu_s} s) exceeded",
+               "SIGXFSZ": "file size limit exceeded",
+               "SIGKILL": "killed (out of memory or by the system)"}.get(outcome.signal, "")
+        detail = _reason(outcome.stderr)
+        return "failed", {**result, "error": f"crashed with {outcome.signal}"
+                          + (f": {why}" if why else "") + (f" ({detail})" if detail else "")}
+    if outcome.returncode == 0 and data is not None:
+        if result.get("verified") is False:
+            return "failed", {**result, "error": "outputs differ from the untransformed kernel"}
+        return "done", {**result, "error": None}
+    detail = _reason(outcome.stderr) or f"exit code {outcome.returncode}"
+    if "MemoryError" in outcome.stderr or "Cannot allocate memory" in outcome.stderr:
+        detail += f" (address-space limit {limits.address_space} bytes)"
+    elif "File too large" in outcome.stderr:
+        detail += f" (file size limit {limits.file_size} bytes)"
+    if data is not None and data.get("verified") is False:
+        detail = "outputs differ from the untransformed kernel: " + detail
+    return "failed", {**result, "error": detail}
+
+
+def limits_for(spec: dict, cfg: dict) -> sandbox.Limits:
+    base = dict(cfg.get("limits") or {})
+    opts = spec.get("options") or {}
+    wall = float(opts.get("timeout_s") or base.get("wall_s") or 300)
+    wall = min(wall, float(base.get("max_wall_s") or wall))
+    lim = sandbox.Limits(wall_s=wall)
+    for key in ("cpu_s", "address_space", "file_size", "processes"):
+        if key in base:
+            setattr(lim, key, base[key])
+    return lim
+
+
+def run_spec(spec: dict, cfg: dict, should_cancel=None, on_start=None) -> tuple[str, dict]:
+    """Benchmark one claimed job in the sandbox; (state, result). Never raises."""
+    opts = spec.get("options") or {}
+    if opts.get("dry_run"):
+        return "done", {"dry_run": True, "error": None, "verified": None}
+    work_root = cfg.get("work_dir") or None
+    if work_root:
+        os.makedirs(work_root, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f"job-{spec['id']}-", dir=work_root)
+    try:
+        with open(os.path.join(tmp, "kernel.dojo"), "w") as f:
+            f.write(spec["source"])
+        if spec.get("steps"):
+            with open(os.path.join(tmp, "job.steps"), "w") as f:
+                f.write("\n".join(spec["steps"]) + "\n")
+        env = sandbox.scrubbed_env(tmp, {"PYTHONPATH": ROOT, "DOJO_CACHE_DIR": os.path.join(tmp, ".cache")})
+        limits = limits_for(spec, cfg)
+        outcome = sandbox.run(bench_command(spec, cfg.get("python")), workdir=tmp, limits=limits,
+                              env=env, network=cfg.get("network_mode"),
+                              should_cancel=should_cancel, on_start=on_start)
+        return interpret(outcome, limits)
+    except Exception as exc:                                       # noqa: BLE001
+        log.exception("job %s: runner error", spec.get("id"))
+        return "failed", {"error": f"runner error: {type(exc).__name__}: {exc}"}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def execute(job_id: int, cfg: dict, client: Client | None = None) -> str:
+    """Claim, run and report one job; returns what happened (for logs and tests)."""
+    client = client or Client(cfg["server"], cfg["secret"])
+    state_dir = cfg["state_dir"]
+    try:
+        claim = client.claim(job_id)
+    except Refused as exc:
+        log.info("job %s: not claimed (%s)", job_id, exc)
+        return f"skipped: {exc}"
+    except Unreachable as exc:
+        # the server stays the source of truth: the reaper will requeue the job
+        log.warning("job %s: server unreachable at claim: %s", job_id, exc)
+        return f"unreachable: {exc}"
+    spec, attempt = claim["job"], int(claim["attempt"])
+    cancel_file = cancel_path(state_dir, job_id)
+    current = {"job": int(job_id), "attempt": attempt, "pgid": None, "worker_pid": os.getpid()}
+    _write_json(current_path(state_dir), current)
+
+    def on_start(pgid):
+        _write_json(current_path(state_dir), {**current, "pgid": pgid})
+
+    try:
+        state, result = run_spec(spec, cfg, should_cancel=lambda: os.path.exists(cancel_file),
+                                 on_start=on_start)
+        if state == "cancelled":
+            log.info("job %s: cancelled", job_id)
+        try:
+            answer = client.result(job_id, attempt, state, result, patience=cfg.get("result_patience", 3600))
+            log.info("job %s: %s (%s)", job_id, state, answer.get("status", "stored"))
+        except Refused as exc:
+            log.warning("job %s: result refused: %s", job_id, exc)
+            return f"refused: {exc}"
+        except Unreachable as exc:
+            log.error("job %s: result not delivered: %s", job_id, exc)
+            return f"undelivered: {exc}"
+        return state
+    finally:
+        clear_current(state_dir)
+        try:
+            os.unlink(cancel_file)
+        except FileNotFoundError:
+            pass

@@ -1,0 +1,341 @@
+"""End to end: a real server (``python -m webapp.launch``: daphne, the reaper) and real
+runner daemons (``python -m runners``: heartbeat process, Celery worker, sandbox) as
+subprocesses, over the embedded safefs broker with SQLite, and over Redis (with
+PostgreSQL where it is reachable).  Timings are shortened through the environment:
+heartbeat 0.4 s, offline after 3 s, reaper every 0.3 s.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = {"N": 32, "M": 32, "K": 32}
+FAST = {"min_time": 0.05, "threads": 1, "timeout_s": 60}
+REDIS_URL = os.environ.get("DOJO_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(method, url, data=None, timeout=10):
+    body = None if data is None else json.dumps(data).encode()
+    req = urllib.request.Request(url, data=body, method=method,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+class Server:
+    """``python -m webapp.launch`` on a free port with its own state directory."""
+
+    def __init__(self, tmp: Path, local_runner=True, env=None):
+        self.tmp = tmp
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
+        self.env.update({
+            "DOJO_STATE_DIR": str(tmp / "state"), "PYTHONPATH": str(ROOT),
+            "DOJO_RUNNER_HEARTBEAT": "0.4", "DOJO_RUNNER_OFFLINE_AFTER": "3",
+            "DOJO_REAPER_INTERVAL": "0.3", "DOJO_REDISPATCH_AFTER": "5",
+            "DOJO_RUNNER_LOG": "WARNING", "DOJO_CACHE_DIR": str(tmp / "cache"),
+            "DJANGO_DEBUG": "0",
+        })
+        self.env.update(env or {})
+        self.log = open(tmp / "server.log", "wb")
+        cmd = [sys.executable, "-m", "webapp.launch", "--port", str(self.port)]
+        if not local_runner:
+            cmd.append("--no-runner")
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=self.log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.runners: dict[str, subprocess.Popen] = {}
+        self.wait(lambda: self.get("/api/runners")[0] == 200, 90, "the server to start")
+
+    def logs(self) -> str:
+        texts = [(self.tmp / "server.log").read_text(errors="replace")[-4000:]]
+        for name in self.runners:
+            texts.append((self.tmp / f"runner-{name}.log").read_text(errors="replace")[-3000:])
+        return "\n-----\n".join(texts)
+
+    def wait(self, cond, timeout, what):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if cond():
+                    return
+            except (OSError, urllib.error.URLError):
+                pass
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited ({self.proc.returncode})\n{self.logs()}")
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}\n{self.logs()}")
+
+    def get(self, path):
+        return http("GET", self.url + path)
+
+    def post(self, path, data):
+        return http("POST", self.url + path, data)
+
+    def token(self, uses=1) -> str:
+        out = subprocess.run([sys.executable, "manage.py", "make_runner_token", "--uses", str(uses)],
+                             cwd=ROOT, env=self.env, capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+
+    def start_runner(self, name, labels, token, grace=5):
+        log = open(self.tmp / f"runner-{name}.log", "wb")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "runners", "--server", self.url, "--token", token, "--name", name,
+             "--labels", labels, "--state-dir", str(self.tmp / f"runner-{name}"), "--grace", str(grace),
+             "--log-level", "INFO"],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.runners[name] = proc
+        return proc
+
+    def runner(self, name):
+        for r in self.get("/api/runners")[1]["runners"]:
+            if r["name"] == name:
+                return r
+        return None
+
+    def wait_online(self, *names, timeout=60):
+        self.wait(lambda: all((self.runner(n) or {}).get("online") for n in names), timeout,
+                  f"runners {names} online")
+
+    def job(self, job_id):
+        status, data = self.get(f"/api/jobs/{job_id}")
+        assert status == 200, data
+        return data
+
+    def wait_job(self, job_id, states, timeout=60):
+        self.wait(lambda: self.job(job_id)["state"] in states, timeout, f"job {job_id} in {states}")
+        return self.job(job_id)
+
+    def submit(self, **data):
+        status, answer = self.post("/api/jobs", data)
+        assert status == 201, answer
+        return answer["job"]
+
+    def stop(self):
+        for proc in self.runners.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.runners.values():
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        for pgid in [self.proc.pid] + [p.pid for p in self.runners.values()]:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.log.close()
+
+
+@pytest.fixture
+def embedded(tmp_path):
+    server = Server(tmp_path)
+    yield server
+    server.stop()
+
+
+def test_embedded_make_run_benchmarks_with_its_local_runner(embedded):
+    """`make run` with no configuration: daphne + a local runner over the safefs broker."""
+    s = embedded
+    s.wait_online("local")
+    local = s.runner("local")
+    assert local["hardware"]["cpu"]["arch"] and "local" in local["labels"]
+    assert local["sandbox"]["network"]
+    good = s.submit(kernel="matmul", sizes=SMALL, steps=["split i by 4", "split j by 8"],
+                    options=FAST, session_id="it1", step_index=2)
+    slow = s.submit(kernel="matmul", sizes=SMALL, options={"min_time": 60, "timeout_s": 2, "threads": 1})
+    job = s.wait_job(good, ("done", "failed", "lost"))
+    assert job["state"] == "done", job
+    res = job["result"]
+    assert res["verified"] is True and res["median_s"] > 0 and res["gflops"] > 0
+    assert res["runner"] == "local" and res["hardware"]["cpu"]["arch"] and res["compiler"]
+    assert res["sandbox"]["network"] == local["sandbox"]["network"]
+    assert job["runner"] == "local" and job["attempts"] == 1 and job["session_id"] == "it1"
+    job = s.wait_job(slow, ("done", "failed", "lost"))
+    assert job["state"] == "failed" and "timed out after" in job["error"], job
+    assert s.runner("local")["status"] == "idle"
+
+    s.proc.send_signal(signal.SIGTERM)                   # the launcher stops runner and server
+    assert s.proc.wait(timeout=40) is not None
+    assert s.runners == {}
+
+
+def test_kill_a_runner_mid_job_then_another_finishes_it(tmp_path):
+    """kill -9 of a whole runner (daemon + worker + sandbox) while it benchmarks: the reaper
+    requeues the job, the other runner completes it, the result is recorded once."""
+    s = Server(tmp_path, local_runner=False)
+    try:
+        token = s.token(uses=2)
+        s.start_runner("ra", "pool", token)
+        s.start_runner("rb", "pool", token)
+        s.wait_online("ra", "rb")
+        job_id = s.submit(kernel="matmul", sizes=SMALL, runner="pool",
+                          options={"min_time": 2.5, "threads": 1, "timeout_s": 60})
+        job = s.wait_job(job_id, ("running",), timeout=30)
+        victim, survivor = job["runner"], ({"ra", "rb"} - {job["runner"]}).pop()
+        time.sleep(1.0)                                   # well inside the benchmark
+        os.killpg(s.runners[victim].pid, signal.SIGKILL)
+        s.runners[victim].wait()
+        job = s.wait_job(job_id, ("done", "failed", "lost"), timeout=60)
+        assert job["state"] == "done", job
+        assert job["runner"] == survivor and job["attempts"] == 2
+        assert job["result"]["verified"] is True and job["result"]["attempt"] == 2
+        events = [e["event"] for e in _events(s, job_id)]
+        assert events.count("done") == 1 and events.count("requeued") == 1, events
+        assert not s.runner(victim)["online"]
+    finally:
+        s.stop()
+
+
+def _events(s: Server, job_id: int) -> list[dict]:
+    out = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c",
+         f"from webapp.runners.models import Job; import json; "
+         f"print(json.dumps(Job.objects.get(id={job_id}).events))"],
+        cwd=ROOT, env=s.env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_worker_crash_is_handed_back_and_sigterm_hands_back_the_job(tmp_path):
+    """kill -9 of the Celery worker alone: the daemon hands the job back and restarts the
+    worker, which redoes it. SIGTERM with a short grace: the job is handed back, and a
+    runner that joins later takes it."""
+    s = Server(tmp_path, local_runner=False)
+    try:
+        token = s.token(uses=2)
+        s.start_runner("solo", "x", token, grace=1)
+        s.wait_online("solo")
+        slow = {"min_time": 1.5, "threads": 1, "timeout_s": 60}
+        first = s.submit(kernel="matmul", sizes=SMALL, runner="x", options=slow)
+        s.wait_job(first, ("running",), timeout=30)
+        current = tmp_path / "runner-solo" / "current.json"
+        s.wait(lambda: current.exists() and json.loads(current.read_text()).get("pgid"), 10, "the sandbox")
+        os.kill(json.loads(current.read_text())["worker_pid"], signal.SIGKILL)
+        job = s.wait_job(first, ("done", "failed", "lost"), timeout=60)
+        assert job["state"] == "done" and job["runner"] == "solo" and job["attempts"] == 2, job
+        reasons = [e.get("reason", "") for e in _events(s, first) if e["event"] == "requeued"]
+        assert len(reasons) == 1 and "worker died" in reasons[0], reasons
+
+        second = s.submit(kernel="matmul", sizes=SMALL, runner="x", options={**slow, "min_time": 30})
+        s.wait_job(second, ("running",), timeout=30)
+        s.runners["solo"].terminate()
+        assert s.runners["solo"].wait(timeout=30) == 0
+        job = s.job(second)
+        assert job["state"] == "queued" and job["runner"] is None and job["attempts"] == 1, job
+        events = _events(s, second)
+        assert [e["event"] for e in events] == ["queued", "running", "requeued"], events
+        assert "runner solo stopped" in events[-1]["reason"]
+        assert not s.runner("solo")["online"]               # it said goodbye
+        s.start_runner("solo2", "x", token)
+        job = s.wait_job(second, ("running",), timeout=30)
+        assert job["runner"] == "solo2"
+        assert s.post(f"/api/jobs/{second}/cancel", {})[1]["state"] == "cancelled"
+        s.wait(lambda: s.runner("solo2")["status"] == "idle", 15, "the cancelled job to stop")
+    finally:
+        s.stop()
+
+
+def _redis_reachable() -> bool:
+    try:
+        import redis
+        return bool(redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping())
+    except Exception:                                                  # noqa: BLE001
+        return False
+
+
+def _postgres_database():
+    """(DATABASE_URL, drop) for a fresh database on the local PostgreSQL, or (None, None)."""
+    try:
+        import psycopg
+        conn = psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres",
+                               autocommit=True, connect_timeout=2)
+    except Exception:                                                  # noqa: BLE001
+        return None, None
+    name = "perfdojo_it_" + uuid.uuid4().hex[:10]
+    conn.execute(f'CREATE DATABASE "{name}"')
+
+    def drop():
+        try:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            conn.close()
+    return f"postgres://postgres@127.0.0.1:5432/{name}", drop
+
+
+@pytest.mark.skipif(not _redis_reachable(), reason=f"Redis is not reachable at {REDIS_URL} "
+                    "(.ci/run starts redis-server; set DOJO_TEST_REDIS_URL to use another)")
+def test_redis_broker_two_runners_with_labels_and_live_updates(tmp_path):
+    """REDIS_URL (+ DATABASE_URL on PostgreSQL where reachable): Redis is the broker and the
+    channel layer; each job goes to the runner its label names; updates reach Redis groups."""
+    db_url, drop = _postgres_database()
+    prefix = "pdtest" + uuid.uuid4().hex[:8]
+    env = {"REDIS_URL": REDIS_URL, "DOJO_CHANNEL_PREFIX": prefix}
+    if db_url:
+        env["DATABASE_URL"] = db_url
+    s = Server(tmp_path, env=env)
+    try:
+        s.start_runner("rb-" + prefix[-4:], "bee", s.token())
+        other = "rb-" + prefix[-4:]
+        s.wait_online("local", other)
+        assert s.runner(other)["queue"] == f"runner-{other}"
+        from channels_redis.core import RedisChannelLayer
+        session = "it-" + uuid.uuid4().hex[:8]
+
+        async def scenario():
+            layer = RedisChannelLayer(hosts=[REDIS_URL], prefix=prefix)
+            channel = await layer.new_channel()
+            await layer.group_add(f"session-{session}", channel)
+            ids = await asyncio.to_thread(lambda: [
+                s.submit(kernel="matmul", sizes=SMALL, runner="local", options=FAST, session_id=session),
+                s.submit(kernel="matmul", sizes=SMALL, runner="bee", options=FAST, session_id=session)])
+            seen = {}
+            deadline = time.monotonic() + 60
+            while not all(seen.get(i) in ("done", "failed", "lost") for i in ids):
+                left = deadline - time.monotonic()
+                assert left > 0, f"updates seen: {seen}\n{s.logs()}"
+                msg = await asyncio.wait_for(layer.receive(channel), timeout=left)
+                assert msg["type"] == "job.update"
+                seen[msg["job"]["id"]] = msg["job"]["state"]
+            await layer.flush()
+            return ids, seen
+
+        ids, seen = asyncio.run(scenario())
+        assert set(seen.values()) == {"done"}, (seen, s.logs())
+        a, b = (s.job(i) for i in ids)
+        assert a["runner"] == "local" and b["runner"] == other
+        assert a["result"]["verified"] and b["result"]["verified"]
+    finally:
+        s.stop()
+        if drop:
+            drop()
