@@ -6,12 +6,21 @@ context type has one element width (f32/i32 or f64/i64; f16 and bf16 are not low
 every access is unit-stride in the loop's iterator (a vector load/store through
 ``__builtin_memcpy``, so no alignment is assumed) or invariant in it (a broadcast). Targets
 that are invariant must be reductions (``+= *= max= min=``), accumulated in vector registers
-and reduced horizontally after the loop. The loop runs in segments of the widest vector
-that fits the extent (the target's width, then halves down to 16 bytes), then a scalar
-remainder. exp/log/tanh/erf/pow call glibc's libmvec vector variants directly where the
-target has them (``_ZGVeN16v_expf``), else a per-lane loop of the scalar function;
-``sqrt`` is a per-lane loop that gcc turns into the vector instruction. Anything else falls
-back to ``#pragma omp simd`` (``c.CGenerator.simd_fallback``).
+and reduced horizontally (a tree of halves) after the loop; up to ``ACCUMULATORS``
+independent accumulators per reduction (consecutive vector iterations go to different
+ones, so no single dependency chain limits the loop), combined pairwise after it. The loop
+runs in segments of the widest vector that fits the extent (the target's width, then halves
+down to 16 bytes), then a scalar remainder. A float division by a loop-invariant value
+multiplies by its reciprocal, computed once before the loop (``_div_invariant``). f32
+``exp`` is an inline polynomial (``VEXPF``, <= 1.35 ulp; AVX-512 1.07 ulp) unless the
+target's ``vector_exp`` asks for libmvec; the other exp/log/tanh/erf/pow call glibc's
+libmvec vector variants directly where the target has them (``_ZGVeN16v_tanhf``), else a
+per-lane loop of the scalar function; ``sqrt`` is a per-lane loop that gcc turns into the
+vector instruction. Anything else falls back to ``#pragma omp simd``
+(``c.CGenerator.simd_fallback``). Measured on Zen 5 (softmax 4096 x 1024, one thread, best
+repetitions): the inline exp, 4 accumulators and the reciprocal took the ``.steps`` schedule
+from 11-12 GB/s (libmvec, one accumulator, division) to about 24 GB/s; with libmvec instead
+of the inline exp it is 12-15 GB/s.
 """
 from __future__ import annotations
 
@@ -96,6 +105,55 @@ def reduction_plan(gen, loop: ir.Loop):
 
 
 _IDENTITY = {"+=": 0, "*=": 1, "max=": float("-inf"), "min=": float("inf")}
+ACCUMULATORS = 4            # independent vector accumulators per reduction (extent allowing)
+
+
+_IMMINTRIN = """#if (defined(__x86_64__) || defined(__i386__)) && !defined(DOJO_PORTABLE)
+#include <immintrin.h>
+#endif"""
+
+# expf on f32 vectors without libm (the f32 ``exp`` of vector loops unless the target asks
+# for libmvec). x is clamped to [-104, 89] (e^-104 rounds to 0, e^89 overflows; the x86
+# min/max operand order lets NaN through), reduced to x = n ln2 + r with n = rint(x / ln2),
+# |r| <= ln2/2, ln2 in two parts (Cody-Waite: ln2_hi has 15 bits, so n * ln2_hi is exact for
+# |n| <= 150); e^r is 1 + r q(r), q of degree 5 (a degree-6 polynomial for e^r) fitted for
+# minimal relative error on |r| <= ln2/2 (0.3 * 2^-24 after rounding the coefficients to
+# float). Then 2^n: with AVX-512 one vscalefps (rounds once, also into the subnormal range,
+# overflows to inf); elsewhere two normal factors 2^(n>>1) and 2^(n - (n>>1)) built by
+# integer shifts of n, which sits in the low mantissa bits of z = x / ln2 + 1.5 * 2^23.
+# Error (float32 result vs float64 numpy.exp, every float in [-104, 89]; test:
+# tests/test_codegen_c.py, a dense sweep): AVX-512 at most 1.07 ulp (measured 1.061), the
+# shift path 1.33 ulp with FMA contraction (1.321), 1.35 without (1.345, x86-64 baseline),
+# for normal results; within one unit of 2^-149 for subnormal results; exactly 0 below
+# about -103.97 and for -inf, inf above about 88.72 and for inf, NaN for NaN.
+_VEXPF_POLY = """r * (0x1p+0f + r * (0x1.fffffcp-2f + r * (0x1.555418p-3f + r * (0x1.555826p-5f
+        + r * (0x1.12682ep-7f + r * 0x1.6ae68ep-10f)))))"""
+VEXPF = """/* expf on {lanes} lanes without libm: max error 1.07 ulp with AVX-512, else 1.35 ulp
+   (see VEXPF in PerfDojo's c_vector.py) */
+static inline {V} {name}({V} x)
+{{
+  {V} n, r;
+{avx512}  {VI} k, k1;
+  {V} z, p, s1, s2;
+  x = {select}(x < {splat}(-104.0f), {splat}(-104.0f), x);
+  x = {select}(x > {splat}(89.0f), {splat}(89.0f), x);
+  z = x * 0x1.715476p+0f + 0x1.8p+23f;               /* n + 1.5 * 2^23, n = rint(x / ln2) */
+  n = z - 0x1.8p+23f;
+  r = x - n * 0x1.62e4p-1f - n * 0x1.7f7d1cp-20f;    /* x - n ln2, |r| <= ln2 / 2 */
+  p = """ + _VEXPF_POLY + """;                            /* e^r - 1 */
+  k = ({VI})z - 0x4b400000;                          /* n */
+  k1 = k >> 1;
+  s1 = ({V})((k1 + 127) << 23);                      /* 2^(n >> 1) */
+  s2 = ({V})((k - k1 + 127) << 23);                  /* 2^(n - (n >> 1)) */
+  return (p * s1 + s1) * s2;
+{endif}}}"""
+VEXPF_AVX512 = """#if defined({isa}) && !defined(DOJO_PORTABLE)
+  x = ({V}){p}_min_ps({p}_set1_ps(89.0f), {p}_max_ps({p}_set1_ps(-104.0f), ({m})x));
+  n = ({V}){p}_roundscale_ps(({m})(x * 0x1.715476p+0f), 0);   /* rint(x / ln2) */
+  r = x - n * 0x1.62e4p-1f - n * 0x1.7f7d1cp-20f;    /* x - n ln2, |r| <= ln2 / 2 */
+  return ({V}){p}_scalef_ps(({m})(0x1p+0f + """ + _VEXPF_POLY + """), ({m})n);       /* e^r 2^n */
+#else
+"""
 
 
 class VectorLowering:
@@ -145,8 +203,24 @@ class VectorLowering:
         if kind in ("vmax", "vmin"):
             cmp = ">" if kind == "vmax" else "<"
             nan = " | (a != a)" if t.startswith("f") else ""
-            return self.need(name, 1, f"static inline {V} {name}({V} a, {V} b) {{ return "
-                             f"{self._helper('select', t, lanes)}((a {cmp} b){nan}, a, b); }}")
+            portable = f"{self._helper('select', t, lanes)}((a {cmp} b){nan}, a, b)"
+            if not t.startswith("f") or nb not in (16, 32, 64):
+                return self.need(name, 1, f"static inline {V} {name}({V} a, {V} b) {{ return "
+                                 f"{portable}; }}")
+            # AVX-512: x86 max/min give (a > b ? a : b) / (a < b ? a : b), the second operand
+            # for a NaN, so only a NaN in a needs a masked move (3 instructions, not 5)
+            self.need("0immintrin", -1, _IMMINTRIN)
+            p = {64: "_mm512", 32: "_mm256", 16: "_mm"}[nb]
+            m, sfx = f"__m{8 * nb}" + ("" if t == "f32" else "d"), "ps" if t == "f32" else "pd"
+            isa = "__AVX512F__" if nb == 64 else "__AVX512VL__"
+            return self.need(name, 1, f"""static inline {V} {name}({V} a, {V} b)
+{{
+#if defined({isa}) && !defined(DOJO_PORTABLE)
+  return ({V}){p}_mask_mov_{sfx}({p}_{kind[1:]}_{sfx}(({m})a, ({m})b), {p}_cmp_{sfx}_mask(({m})a, ({m})a, _CMP_UNORD_Q), ({m})a);
+#else
+  return {portable};
+#endif
+}}""")
         if kind == "vabs":
             mask = "0x7fffffff" if ITEMSIZE[t] == 4 else "INT64_C(0x7fffffffffffffff)"
             if t.startswith("i"):
@@ -154,13 +228,36 @@ class VectorLowering:
                                  f"{self._helper('select', t, lanes)}(a < 0, -a, a); }}")
             return self.need(name, 1, f"static inline {V} {name}({V} a) {{ return ({V})((({VI})a) & {mask}); }}")
         if kind in ("hsum", "hprod", "hmax", "hmin"):
+            # a tree: the halves combined lane-wise down to 16 bytes, then those lanes
+            # pairwise (orders sort the narrower helpers first: each calls the next)
+            order = 2 + lanes / 1024
             if kind in ("hsum", "hprod"):
-                body = "r += a[l]" if kind == "hsum" else "r *= a[l]"
+                op = "+" if kind == "hsum" else "*"
+                vcomb = f"h[0] {op} h[1]"
+
+                def scomb(x, y):
+                    return f"{x} {op} {y}"
             else:
-                body = f"r = {self._scalar(kind[1:], t)}(r, a[l])"
-            return self.need(name, 2, lane_loop.format(R=C, n=name, V=V, init="a[0]", L=lanes,
-                                                       body=body.replace("a[l]", "a[l]"))
-                             .replace("int l = 0", "int l = 1"))
+                vcomb = f"{self._helper('v' + kind[1:], t, lanes // 2)}(h[0], h[1])" \
+                    if nb > 16 and lanes > 2 else ""
+
+                def scomb(x, y):
+                    return f"{self._scalar(kind[1:], t)}({x}, {y})"
+            if nb > 16 and lanes > 2:
+                H = self.vt(t, lanes // 2)
+                self.types.add((t, lanes // 2))
+                inner = self._helper(kind, t, lanes // 2)
+                return self.need(name, order, f"static inline {C} {name}({V} a) {{ {H} h[2]; "
+                                 f"__builtin_memcpy(h, &a, {nb}); return {inner}({vcomb}); }}")
+            terms = [f"a[{k}]" for k in range(lanes)]
+            while len(terms) > 1:               # a[0] op a[2], a[1] op a[3], then those
+                half = len(terms) // 2
+                terms = [scomb(terms[k], terms[k + half]) if k + half < len(terms) else terms[k]
+                         for k in range(half)] + terms[2 * half:]
+                terms = [f"({x})" if len(terms) > 1 and " " in x and not x.endswith(")") else x
+                         for x in terms]
+            return self.need(name, order,
+                             f"static inline {C} {name}({V} a) {{ return {terms[0]}; }}")
         if kind.startswith("lane_"):           # lane_sqrtf, lane_expf, lane_powf ...
             fn = kind[5:]
             if fn.startswith("pow"):
@@ -169,6 +266,23 @@ class VectorLowering:
             return self.need(name, 2, lane_loop.format(R=V, n=name, V=V, init="a", L=lanes,
                                                        body=f"r[l] = {fn}(a[l])"))
         raise KeyError(kind)
+
+    def _vexpf(self, lanes: int) -> str:
+        """Name of the inline vector expf on f32 x lanes (VEXPF), its text registered."""
+        V, VI = self.vt("f32", lanes), self.vt("i32", lanes)
+        self.types.update({("f32", lanes), ("i32", lanes)})
+        nb = 4 * lanes
+        avx512, endif = "", ""
+        if nb in (16, 32, 64):
+            self.need("0immintrin", -1, _IMMINTRIN)
+            isa = "__AVX512F__" if nb == 64 else "__AVX512VL__"
+            prefix = {64: "_mm512", 32: "_mm256", 16: "_mm"}[nb]
+            avx512 = VEXPF_AVX512.format(isa=isa, V=V, p=prefix, m=f"__m{8 * nb}")
+            endif = "#endif\n"
+        name = f"dojo_vexpf_f32x{lanes}"
+        return self.need(name, 3, VEXPF.format(
+            name=name, V=V, VI=VI, lanes=lanes, avx512=avx512, endif=endif,
+            splat=self._helper("splat", "f32", lanes), select=self._helper("select", "f32", lanes)))
 
     def _scalar(self, fn: str, t: str) -> str:
         if t in ("i32", "i64"):
@@ -183,15 +297,17 @@ class VectorLowering:
         """C lines of the lowered loop, or None (nothing recorded) to fall back."""
         gen = self.gen
         saved = (set(gen.helpers.used), dict(gen.helpers.extra), set(gen.libm),
-                 set(self.types), dict(self.helpers))
+                 set(self.types), dict(self.helpers), gen.counter)
         try:
             return self._lower(loop)
         except _NoVector:
-            (gen.helpers.used, gen.helpers.extra, gen.libm, self.types, self.helpers) = saved
+            (gen.helpers.used, gen.helpers.extra, gen.libm, self.types, self.helpers,
+             gen.counter) = saved
             return None
 
     def _lower(self, loop):
         gen, sizes, v = self.gen, self.gen.sizes, loop.iterator
+        self._hoisted, self._rcp = [], {}
         if not loop.body or any(not isinstance(s, ir.Assign) for s in loop.body):
             raise _NoVector()
         lo, hi = const_value(loop.lo, sizes), const_value(loop.hi, sizes)
@@ -235,48 +351,87 @@ class VectorLowering:
             for stmt in loop.body:
                 lines += ["  " + s for s in gen.assign_lines(stmt)]
             lines.append("}")
+        if self._hoisted:
+            lines = ["{"] + ["  " + h for h in self._hoisted] + ["  " + x for x in lines] + ["}"]
         return lines
 
     def _segment(self, loop, kinds, lanes, start, end, it):
-        gen = self.gen
-        body, accs, folds = [], [], []
-        for stmt, kind in zip(loop.body, kinds):
-            buf = gen.ex.buffers[stmt.target.array]
-            T = context_type(buf.dtype)
-            code = self.vector(stmt.value, T, lanes, loop.iterator)
-            target = gen.ex.lvalue(stmt.target)
-            if kind == "store":
-                ptr = f"&{target}"
-                cur = f"{self._helper('load', T, lanes)}({ptr})"
-                value = self._combine(stmt.op, cur, code, T, lanes)
-                body.append(f"{self._helper('store', T, lanes)}({ptr}, {value});")
-            else:
-                acc = gen.fresh("acc")
-                ident = literal(_IDENTITY[stmt.op], T)[0] if T.startswith("f") else \
-                    {"+=": "0", "*=": "1", "max=": f"INT{8 * ITEMSIZE[T]}_MIN",
-                     "min=": f"INT{8 * ITEMSIZE[T]}_MAX"}[stmt.op]
-                accs.append(f"{self.vt(T, lanes)} {acc} = {self._helper('splat', T, lanes)}({ident});")
-                body.append(f"{acc} = {self._combine(stmt.op, acc, code, T, lanes)};")
-                h = {"+=": "hsum", "*=": "hprod", "max=": "hmax", "min=": "hmin"}[stmt.op]
-                red = f"{self._helper(h, T, lanes)}({acc})"
-                if stmt.op in ("+=", "*="):
-                    folds.append(f"{target} {stmt.op} {red};")
-                else:
-                    folds.append(f"{target} = {self._scalar(stmt.op[:3], T)}({target}, {red});")
-        lines = []
-        pad = "  " if accs else ""
-        if accs:
-            lines.append("{")
-            lines += ["  " + a for a in accs]
+        """One run of vector iterations [start, end) step lanes. With reductions, the
+        iterations go ACCUMULATORS at a time, each into its own vector accumulator (the
+        chains are independent), then the remaining iterations into the first; the
+        accumulators are combined pairwise after the loop, then reduced across lanes."""
+        gen, v = self.gen, loop.iterator
         count = (end - start) // lanes
-        if 1 < count <= 16:
-            lines.append(f"{pad}#pragma GCC unroll {count}")
-        lines.append(f"{pad}for (int64_t {it} = {start}; {it} < {end}; {it} += {lanes}) {{")
-        lines += [f"{pad}  {b}" for b in body]
-        lines.append(f"{pad}}}")
-        if accs:
-            lines += ["  " + f for f in folds]
-            lines.append("}")
+        nred = kinds.count("reduce")
+        # at most a register budget of accumulators in all (a third or half of the file)
+        budget = 16 if gen.target.vector_bytes >= 64 else 8
+        nacc = max(1, min(ACCUMULATORS, count, budget // max(1, nred)))
+        reds = []                  # (stmt, T, [accumulator names]) per reduction
+        for stmt, kind in zip(loop.body, kinds):
+            if kind == "reduce":
+                T = context_type(gen.ex.buffers[stmt.target.array].dtype)
+                reds.append((stmt, T, [gen.fresh("acc") for _ in range(nacc)]))
+
+        def body(u: int) -> list:
+            """The statements of vector iteration it + u * lanes, into accumulators u."""
+            sub = {v: ir.BinOp("+", ir.Var(v), ir.Const(u * lanes))} if u else {}
+            out, r = [], 0
+            for stmt, kind in zip(loop.body, kinds):
+                T = context_type(gen.ex.buffers[stmt.target.array].dtype)
+                value = ir.substitute(stmt.value, sub) if sub else stmt.value
+                code = self.vector(value, T, lanes, v)
+                if kind == "store":
+                    target = stmt.target
+                    if sub:
+                        target = ir.Access(target.array,
+                                           tuple(ir.substitute(x, sub) for x in target.indices))
+                    ptr = f"&{gen.ex.lvalue(target)}"
+                    cur = f"{self._helper('load', T, lanes)}({ptr})"
+                    value = self._combine(stmt.op, cur, code, T, lanes)
+                    out.append(f"{self._helper('store', T, lanes)}({ptr}, {value});")
+                else:
+                    acc = reds[r][2][u]
+                    r += 1
+                    out.append(f"{acc} = {self._combine(stmt.op, acc, code, T, lanes)};")
+            return out
+
+        def run(lo: int, hi: int, step: int, parts: int, pad: str) -> list:
+            n = (hi - lo) // step          # unrolled fully when short (<= 16 vector bodies)
+            out = [f"{pad}#pragma GCC unroll {n}"] if 1 < n and n * parts <= 16 else []
+            out.append(f"{pad}for (int64_t {it} = {lo}; {it} < {hi}; {it} += {step}) {{")
+            for u in range(parts):
+                out += [f"{pad}  {b}" for b in body(u)]
+            out.append(f"{pad}}}")
+            return out
+
+        if not reds:
+            return run(start, end, lanes, 1, "")
+        lines = ["{"]
+        for stmt, T, accs in reds:
+            ident = literal(_IDENTITY[stmt.op], T)[0] if T.startswith("f") else \
+                {"+=": "0", "*=": "1", "max=": f"INT{8 * ITEMSIZE[T]}_MIN",
+                 "min=": f"INT{8 * ITEMSIZE[T]}_MAX"}[stmt.op]
+            init = f"{self._helper('splat', T, lanes)}({ident})"
+            lines.append(f"  {self.vt(T, lanes)} " + ", ".join(f"{a} = {init}" for a in accs) + ";")
+        mid = start + (count // nacc) * nacc * lanes
+        lines += run(start, mid, nacc * lanes, nacc, "  ")
+        if mid < end:
+            lines += run(mid, end, lanes, 1, "  ")
+        for stmt, T, accs in reds:
+            step = 1
+            while step < len(accs):             # pairwise: acc0 op= acc1, acc2 op= acc3, ...
+                for k in range(0, len(accs) - step, 2 * step):
+                    a, b = accs[k], accs[k + step]
+                    lines.append(f"  {a} = {self._combine(stmt.op, a, (b, PRIMARY), T, lanes)};")
+                step *= 2
+            h = {"+=": "hsum", "*=": "hprod", "max=": "hmax", "min=": "hmin"}[stmt.op]
+            red = f"{self._helper(h, T, lanes)}({accs[0]})"
+            target = gen.ex.lvalue(stmt.target)
+            if stmt.op in ("+=", "*="):
+                lines.append(f"  {target} {stmt.op} {red};")
+            else:
+                lines.append(f"  {target} = {self._scalar(stmt.op[:3], T)}({target}, {red});")
+        lines.append("}")
         return lines
 
     def _combine(self, op, cur, item, T, lanes):
@@ -338,6 +493,8 @@ class VectorLowering:
         if isinstance(expr, ir.BinOp):
             a = self._vexpr(expr.lhs, T, lanes, v)
             b = self._vexpr(expr.rhs, T, lanes, v)
+            if expr.op == "/" and T in ("f32", "f64") and a[0] == "v" and b[0] == "s":
+                return self._div_invariant(a, b, T, lanes)
             (ac, ap), (bc, bp) = self._as_vector(a, T, lanes), self._as_vector(b, T, lanes)
             op = expr.op
             if op in ir.COMPARE_OPS:
@@ -349,6 +506,30 @@ class VectorLowering:
         if isinstance(expr, ir.Call):
             return self._vcall(expr, T, lanes, v, it)
         raise _NoVector()
+
+    def _div_invariant(self, a, b, T, lanes):
+        """a / s for a vector a and a loop-invariant scalar s: a * (1/s), the reciprocal
+        computed once before the loop. That is within an ulp of the quotient (two roundings)
+        while 1/s is a normal number; for |s| outside [2^-126, 2^126] (f64: 2^-1022, 2^1022),
+        where 1/s would overflow or lose bits, and for 0, inf and NaN, the loop divides (a
+        loop-invariant branch that gcc unswitches)."""
+        single = T == "f32"
+        C = CTYPES[T]
+        key = (T, b[1])
+        if key not in self._rcp:
+            rcp, ok = self.gen.fresh("rcp"), self.gen.fresh("rcpok")
+            one, lim, fabs = ("1.0f", "126", "fabsf") if single else ("1.0", "1022", "fabs")
+            sfx = "f" if single else ""
+            self._hoisted.append(f"const {C} {rcp} = {one} / {paren(b[1], b[2], MUL + 1)};")
+            self._hoisted.append(f"const int {ok} = {fabs}({b[1]}) >= 0x1p-{lim}{sfx} && "
+                                 f"{fabs}({b[1]}) <= 0x1p{lim}{sfx};")
+            self._rcp[key] = (rcp, ok)
+        rcp, ok = self._rcp[key]
+        ac, ap = self._as_vector(a, T, lanes)
+        bc, bp = self._as_vector(b, T, lanes)
+        splat = self._helper("splat", T, lanes)
+        return ("v", f"({ok} ? {paren(ac, ap, MUL)} * {splat}({rcp}) : "
+                     f"{paren(ac, ap, MUL)} / {paren(bc, bp, MUL + 1)})", PRIMARY)
 
     def _int_lanes(self, expr, T, lanes, v, it):
         """Lanes of an integer expression affine in v, converted to T."""
@@ -392,6 +573,8 @@ class VectorLowering:
         if f in MVEC_FUNCTIONS:
             cfunc = MVEC_FUNCTIONS[f][0 if single else 1]
             mvec = self.gen.target.libmvec_name(cfunc, lanes * ITEMSIZE[T], len(args))
+            if cfunc == "expf" and (self.gen.target.vector_exp == "poly" or not mvec):
+                return "v", f"{self._vexpf(lanes)}({args[0]})", PRIMARY
             if mvec:
                 V = self.vt(T, lanes)
                 self.types.add((T, lanes))
