@@ -10,7 +10,8 @@ thread and at all threads:
 
   naive   the untransformed library kernel, compiled C (sequential: it has no parallel
           loop, so it is timed once, at one thread, and shown in both rows)
-  steps   the kernel after its ``dojo_core/kernels/NAME.steps`` schedule (the same file at
+  steps   the kernel after its ``dojo_core/kernels/NAME.steps`` schedule, or
+          ``NAME.TARGET.steps`` where one exists for this machine's target (the same file at
           matmul 1024^3), compiled C, OpenMP threads set by the harness; its outputs are
           verified against the untransformed kernel (compiled C at these sizes)
   numpy   matmul/bmm via ``np.matmul`` (OpenBLAS), softmax and layernorm as numpy
@@ -520,7 +521,7 @@ def main(argv=None) -> int:
         for case, kname, sizes, unit in cases:
             entry = info(kname)
             ref = load_kernel(kname, sizes)
-            spath = steps_path(kname)
+            spath = steps_path(kname, target)     # NAME.TARGET.steps where one exists
             prog = replay(ref, read_steps(spath), str(spath))
             inputs = random_inputs(ref, 0)
             lib_ref = harness.build(ref, target)

@@ -9,27 +9,41 @@ import pytest
 
 from dojo_core import interp
 from dojo_core.checker import check
-from dojo_core.kernels import list_kernels, load_kernel, random_inputs, steps_path
+from dojo_core.kernels import list_kernels, load_kernel, random_inputs, steps_files, steps_path
 from dojo_core.steps import read_steps
 from dojo_core.transforms import NotApplicable
 from dojo_core.walks import replay
 
 WITH_STEPS = [n for n in list_kernels() if steps_path(n) is not None]
+# every schedule file, NAME.steps and the target-specific NAME.TARGET.steps, as "NAME.stem"
+SCHEDULES = [f"{n}:{p.name}" for n in list_kernels() for p in steps_files(n)]
 
 
 def _texts(name):
-    return [text for _, text in read_steps(steps_path(name))]
+    """The step texts of a kernel's NAME.steps, or of "NAME:FILE" (one of its schedules)."""
+    kernel, _, filename = name.partition(":")
+    path = steps_path(kernel) if not filename else steps_path(kernel).with_name(filename)
+    return [text for _, text in read_steps(path)]
+
+
+def test_target_specific_schedules_are_found():
+    avx2 = steps_path("matmul", "x86-avx2")
+    assert avx2 is not None and avx2.name == "matmul.x86-avx2.steps"
+    assert steps_path("matmul", "arm-neon").name == "matmul.steps"      # falls back
+    assert steps_path("relu", "x86-avx2") is None
+    assert any(s.endswith(".x86-avx2.steps") for s in SCHEDULES)
 
 
 def test_matmul_has_a_schedule():
     assert "matmul" in WITH_STEPS
 
 
-@pytest.mark.parametrize("name", WITH_STEPS)
+@pytest.mark.parametrize("name", SCHEDULES)
 def test_steps_replay_at_default_sizes(name):
-    program = replay(load_kernel(name), _texts(name))
+    kernel = name.partition(":")[0]
+    program = replay(load_kernel(kernel), _texts(name))
     assert check(program) == []
-    assert replay(load_kernel(name), _texts(name)) == program   # deterministic
+    assert replay(load_kernel(kernel), _texts(name)) == program   # deterministic
 
 
 def _replay_or_none(program, texts):
@@ -44,7 +58,7 @@ def _scaled(name):
     the steps apply at); failing that, sizes divided one at a time, each by the largest of
     8, 4, 2 that keeps every step applicable (tiles tuned to a default size, like conv2d's
     8-pixel blocks of W = 56, need that size kept)."""
-    default, texts = load_kernel(name), _texts(name)
+    default, texts = load_kernel(name.partition(":")[0]), _texts(name)
     for divisor in (8, 4, 2):
         small = default.with_sizes({k: max(1, v // divisor) for k, v in default.sizes})
         scheduled = _replay_or_none(small, texts)
@@ -65,7 +79,7 @@ def _scaled(name):
     return small, replay(small, texts)
 
 
-@pytest.mark.parametrize("name", WITH_STEPS)
+@pytest.mark.parametrize("name", SCHEDULES)
 def test_steps_keep_outputs_at_scaled_sizes(name):
     small, scheduled = _scaled(name)
     inputs = random_inputs(small, 1)
@@ -81,3 +95,14 @@ def test_matmul_schedule_has_the_structure_of_an_optimized_gemm():
     assert "local Bt: f32[128, 32]" in text             # a packed panel of B
     assert "local acc: f32[8, 32] in register" in text  # a register tile
     assert " vector:" in text and " unroll:" in text    # a vectorized, unrolled micro-kernel
+
+
+@pytest.mark.parametrize("name", SCHEDULES)
+def test_steps_compiled_c_keeps_outputs_at_scaled_sizes(name):
+    """Every schedule, compiled for this machine (gcc, the host target), computes what the
+    untransformed kernel computes on the interpreter (harness tolerance per dtype)."""
+    from dojo_core import harness
+    small, scheduled = _scaled(name)
+    inputs = random_inputs(small, 2)
+    check = harness.verify(scheduled, small, inputs, reference="interp")
+    assert check["verified"], check["errors"]

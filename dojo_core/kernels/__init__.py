@@ -29,7 +29,7 @@ from .catalog import CATALOG, DEFAULT_RANGE, KernelInfo
 
 __all__ = [
     "KERNEL_DIR", "KernelInfo", "NUMPY_DTYPES", "list_kernels", "kernel_path", "load_kernel",
-    "info", "reference", "random_inputs", "array_shape", "declared_bytes", "steps_path",
+    "info", "reference", "random_inputs", "array_shape", "declared_bytes", "steps_path", "steps_files",
 ]
 
 KERNEL_DIR = Path(__file__).resolve().parent
@@ -57,10 +57,27 @@ def kernel_path(name: str) -> Path:
     return path
 
 
-def steps_path(name: str) -> Optional[Path]:
-    """The path of ``NAME.steps`` (best known step sequence) if it exists, else None."""
+def steps_path(name: str, target=None) -> Optional[Path]:
+    """The best known step sequence of a kernel for a target, or None.
+
+    ``NAME.TARGET.steps`` (e.g. ``matmul.x86-avx2.steps``) when ``target`` (a target name
+    or ``codegen.targets.Target``) is given and that file exists, else ``NAME.steps``
+    (tuned for the widest vectors, AVX-512), else None.  The best register tile depends on
+    the machine: 32 accumulators fit AVX-512's 32 registers, not AVX2's 16."""
+    if target is not None:
+        tname = getattr(target, "name", target)
+        specific = kernel_path(name).with_name(f"{name}.{tname}.steps")
+        if specific.is_file():
+            return specific
     path = kernel_path(name).with_suffix(".steps")
     return path if path.is_file() else None
+
+
+def steps_files(name: str) -> list:
+    """Every schedule of a kernel: ``NAME.steps`` first, then the target-specific ones."""
+    base = kernel_path(name)
+    found = [base.with_suffix(".steps")] if base.with_suffix(".steps").is_file() else []
+    return found + sorted(base.parent.glob(f"{name}.*.steps"))
 
 
 @lru_cache(maxsize=None)
