@@ -17,6 +17,11 @@ the leaderboards and the library builder (issue 8).  A record is a plain JSON ob
      "agent": str | null, "history_url": str | null,
      "time": ISO-8601 UTC}
 
+Optional fields (readers must not require them): "target" (the C target ISA name the code
+was generated for, codegen.targets), "labels" (the runner's labels, in records the web app
+serves), "job" (the web app's job id), "replayed_from" (the fingerprint a replayed step
+sequence was first measured on).
+
 ``RecordStore(path)`` is an append-only JSON-lines file (default
 ``$DOJO_STATE_DIR/measurements.jsonl``, else ``~/.cache/perfdojo/measurements.jsonl``);
 appends are single ``write`` calls of whole lines under ``O_APPEND``, so concurrent writers
@@ -45,25 +50,78 @@ def program_hash(program) -> str:
     return text_hash(print_program(program))
 
 
+# ISA extensions that enter a fingerprint: the same list runners/hardware.py reports, so a
+# runner's reported hardware and a local run on the same machine give the same fingerprint.
+FINGERPRINT_FLAGS = (
+    "sse2", "sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512cd",
+    "avx512bw", "avx512dq", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16",
+    "avx_vnni", "amx_tile", "amx_bf16", "amx_int8",
+    "asimd", "asimdhp", "asimddp", "fphp", "sve", "sve2", "bf16", "i8mm", "sme",
+    "v", "zvfh",
+)
+_COMPILER_KEYS = ("cc", "gcc", "clang")
+
+
+def fingerprint_of_hardware(hardware: dict) -> str:
+    """The fingerprint of a hardware description in the format runners report
+    (runners/hardware.py: cpu.model, cpu.arch, cpu.flags, cpu.logical_cpus, compilers, gpus):
+    sha256 of the CPU model, architecture, ISA flags (of FINGERPRINT_FLAGS), logical CPU
+    count, the C compiler's version line (``cc``, else ``gcc``, else ``clang``) and the GPU
+    names, first 16 hex digits.  Missing parts count as empty, never an error."""
+    hw = hardware if isinstance(hardware, dict) else {}
+    cpu = hw.get("cpu") if isinstance(hw.get("cpu"), dict) else {}
+    flags = sorted(set(cpu.get("flags") or ()) & set(FINGERPRINT_FLAGS))
+    compilers = hw.get("compilers") if isinstance(hw.get("compilers"), dict) else {}
+    compiler = next((compilers[k] for k in _COMPILER_KEYS if compilers.get(k)), "")
+    gpus = [g.get("name", "") if isinstance(g, dict) else str(g) for g in hw.get("gpus") or ()]
+    basis = json.dumps([str(cpu.get("model") or ""), str(cpu.get("arch") or ""), flags,
+                        cpu.get("logical_cpus"), compiler, sorted(gpus)])
+    return text_hash(basis)[:16]
+
+
 @lru_cache(maxsize=1)
-def machine_fingerprint() -> str:
-    """A short stable key for this machine and toolchain: CPU model and ISA flags, core
-    count, and the C compiler's version line (what decides the speed of generated code)."""
-    from .compile import compiler_version, find_compiler
-    model, flags = platform.processor(), ""
+def local_hardware() -> dict:
+    """This machine's hardware in the runners' format, as far as the fingerprint needs it
+    (CPU model, arch, ISA flags, logical CPUs, the C compiler, GPU names from nvidia-smi)."""
+    import shutil
+    import subprocess
+    from .compile import CompileError, compiler_version, find_compiler
+    model, flags = platform.processor() or platform.machine(), []
+    model_set = False
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 key, _, value = line.partition(":")
-                key = key.strip()
-                if key in ("model name", "Model") and not model:
-                    model = value.strip()
-                elif key in ("flags", "Features") and not flags:
-                    flags = value.strip()
+                key, value = key.strip().lower(), value.strip()
+                if key in ("model name", "hardware", "cpu model", "uarch") and value and not model_set:
+                    model, model_set = value, True
+                elif key in ("flags", "features") and not flags:
+                    flags = sorted(f for f in set(value.split()) if f in FINGERPRINT_FLAGS)
     except OSError:
         pass
-    basis = json.dumps([model, sorted(flags.split()), os.cpu_count(), compiler_version(find_compiler())])
-    return text_hash(basis)[:16]
+    try:
+        compilers = {"cc": compiler_version(find_compiler())}
+    except CompileError:
+        compilers = {}
+    gpus = []
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=20)
+            gpus = [{"name": l.strip()} for l in out.stdout.splitlines() if l.strip()]
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return {"cpu": {"model": model, "arch": platform.machine(), "flags": flags,
+                    "logical_cpus": os.cpu_count()},
+            "compilers": compilers, "gpus": gpus}
+
+
+@lru_cache(maxsize=1)
+def machine_fingerprint() -> str:
+    """A short stable key for this machine and toolchain (``fingerprint_of_hardware`` of
+    ``local_hardware()``): equal to the fingerprint of a runner on this machine."""
+    return fingerprint_of_hardware(local_hardware())
 
 
 def default_path() -> Path:
@@ -103,3 +161,21 @@ class RecordStore:
                         yield record
         except FileNotFoundError:
             return
+
+
+def bench_record(root, program, steps, timing: dict, verified: bool, compiler: str, flags,
+                 target: str, kernel=None, **extra) -> dict:
+    """A record of one local measurement (``harness.measure`` figures) of ``program``, the
+    untransformed ``root`` after ``steps``, on this machine; ``extra`` adds or overrides
+    fields (runner, agent, history_url, replayed_from, ...)."""
+    record = {
+        "kernel": kernel, "sizes": root.size_values, "source_hash": program_hash(root),
+        "steps": list(steps), "state_hash": program_hash(program),
+        "median_s": timing.get("median_s"), "min_s": timing.get("min_s"),
+        "max_s": timing.get("max_s"), "verified": bool(verified), "error": None,
+        "fingerprint": machine_fingerprint(), "runner": "local", "hardware": local_hardware(),
+        "compiler": compiler, "flags": list(flags), "threads": timing.get("threads"),
+        "agent": None, "history_url": None, "time": now_iso(), "target": target,
+    }
+    record.update(extra)
+    return record

@@ -50,9 +50,10 @@ class CodegenError(ValueError):
 
 
 class CGenerator:
-    def __init__(self, program: ir.Program, target: Target):
+    def __init__(self, program: ir.Program, target: Target, function_name: str = "dojo_kernel"):
         self.program = program
         self.target = target
+        self.function_name = function_name
         self.sizes = program.size_values
         self.helpers = Helpers()
         self.names = c_names(program)
@@ -93,7 +94,7 @@ class CGenerator:
         prelude = self._prelude()
         if prelude:
             out += [""] + prelude
-        out += ["", f"void dojo_kernel({', '.join(params) or 'void'})", "{"]
+        out += ["", f"void {self.function_name}({', '.join(params) or 'void'})", "{"]
         out += body
         out += ["}", ""]
         return "\n".join(out)
@@ -102,7 +103,7 @@ class CGenerator:
         p = self.program
         sizes = ", ".join(f"{n} = {v}" for n, v in p.sizes)
         return (f"/* PerfDojo kernel {p.name}({sizes}), target {self.target.name}: "
-                f"void dojo_kernel({', '.join(d.name for d in p.arrays)}) */")
+                f"void {self.function_name}({', '.join(d.name for d in p.arrays)}) */")
 
     def _prelude(self) -> list:
         out = []
@@ -271,10 +272,11 @@ class CGenerator:
             self.emit(depth, "}")
 
 
-def generate_c(program: ir.Program, target=None) -> str:
+def generate_c(program: ir.Program, target=None, function_name: str = "dojo_kernel") -> str:
     """The C translation unit of a (checked) program for a target (a Target, a name of
-    ``targets.TARGETS``, or None for this machine's)."""
-    return CGenerator(program, get_target(target)).generate()
+    ``targets.TARGETS``, or None for this machine's); ``function_name`` names the kernel
+    function (the library builder gives each kernel and size its own)."""
+    return CGenerator(program, get_target(target), function_name).generate()
 
 
 def c_signature_types(program: ir.Program) -> list:
