@@ -9,7 +9,11 @@ Commands
     codegen FILE [--steps S] --target c|cuda [--isa NAME] [--size ...]   the generated source
     bench   FILE [--steps S] [--size ...] [--threads T] [--min-time S] [--flush] [--isa NAME]
             compile, verify against the untransformed kernel, time; one JSON object
-    search, library                                   reserved; "not available yet" (exit 2)
+    bench   ... --record [FILE.jsonl]                 also append the measurement to a record store
+    library build --target T --out DIR [--records FILE.jsonl | --server URL]
+            [--sizes-from SIZES.json] [--kernels a,b] [--no-replay]
+            the best verified kernels of T as a C library (dojo_core/library)
+    search                                            reserved; "not available yet" (exit 2)
 
 Guarantees (tests and outside tools rely on them)
   * Exit 0 on success, 1 on any refusal, 2 on a usage error or a feature that
@@ -35,7 +39,6 @@ from .errors import DojoError
 
 RESERVED = {
     "search": "run an agent",
-    "library": "build the best kernels as a library",
 }
 
 
@@ -330,12 +333,40 @@ def cmd_bench(args) -> int:
     }
     if result["max_error"] == float("inf"):
         result["max_error"] = None          # NaN/inf mismatch or wrong shape
+    if args.record is not None:
+        _append_record(args, reference, program, entry, timing, check, lib, target)
     _write(json.dumps(result))
     if not check["verified"]:
         _eprint(f"{args.file}:1:1: outputs differ from the untransformed kernel "
                 f"(worst error {result['max_error']} x the tolerance)")
         return 1
     return 0
+
+
+def _append_record(args, root, program, entry, timing, check, lib, target) -> None:
+    """bench --record: the measurement as a records.py record, appended to the store."""
+    from .records import RecordStore, bench_record
+    from .steps import read_steps
+    steps = [text for _, text in read_steps(args.steps)] if args.steps else []
+    record = bench_record(root, program, steps, timing, check["verified"], lib.compiled.compiler,
+                          lib.compiled.flags, target.name,
+                          kernel=entry.name if entry is not None else None)
+    store = RecordStore(args.record or None)
+    try:
+        store.append(record)
+    except OSError as exc:
+        raise DojoError(f"--record {store.path}: cannot append ({exc.strerror or exc})",
+                        1, 1, args.file) from None
+
+
+def cmd_library(args) -> int:
+    from .library import LibraryError
+    from .library.cli import library_build
+    try:
+        return library_build(args, _write, _eprint)
+    except LibraryError as exc:
+        _eprint(f"library build: {exc}")
+        return 1
 
 
 def cmd_reserved(args) -> int:
@@ -386,6 +417,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", metavar="S", type=float, default=300,
                    help="give up a measurement after S seconds (default 300)")
     p.add_argument("--isa", metavar="NAME", help="C target ISA (default: this machine's)")
+    p.add_argument("--record", metavar="FILE.jsonl", nargs="?", const="", default=None,
+                   help="append the measurement to a record store (default: the default store)")
+    from .library.cli import add_library_parser
+    add_library_parser(sub, cmd_library)
     for name, help_text in RESERVED.items():
         p = sub.add_parser(name, help=f"{help_text} (not available yet)", add_help=True)
         p.add_argument("rest", nargs=argparse.REMAINDER)

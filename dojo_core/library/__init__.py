@@ -9,8 +9,16 @@ provenance, manifest), testprog.py (the C test program), buildfiles.py (Makefile
 replay.py (other machines' sequences measured here), client.py (the web app's API).
 Pure Python over the rest of dojo_core; no Django.
 """
-from .build import build_library
-from .pyview import ArgumentError, Library, load
-from .select import LibraryError
-
 __all__ = ["build_library", "load", "Library", "LibraryError", "ArgumentError"]
+
+_HOME = {"build_library": "build", "load": "pyview", "Library": "pyview",
+         "ArgumentError": "pyview", "LibraryError": "select"}
+
+
+def __getattr__(name):
+    """The public names, imported on first use (the command line imports this package to
+    build its parser and must stay quick)."""
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+    return getattr(import_module(f"{__name__}.{_HOME[name]}"), name)
