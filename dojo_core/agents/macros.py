@@ -1,0 +1,277 @@
+"""Macro-actions: sequences of legal steps built from generic optimization knowledge.
+
+A macro is a ``Move(label, steps)``: its steps are ordinary step texts, each legal in the
+state its predecessors made (they are found by applying them one by one; a macro whose step
+is refused is dropped), so a history of macros is an ordinary history.  No kernel's
+``.steps`` file is used or known here; the knowledge is the textbook one (the same rules
+Ansor / MetaSchedule sketches use):
+
+* ``vectorize inner``: vectorize every innermost loop that can be (unit-stride lanes).
+* ``parallelize outer``: parallelize every outermost loop that can be.
+* ``distribute``: fission loops whose body mixes statements and loops, so that reductions
+  form perfect nests (an init nest and an update nest).
+* ``tile a x b x r``: register tiling of a perfect reduction nest ``... a b ... r ...`` with
+  a reduction statement ``T[...] op= ...``: split a spatial loop ``a`` by ``ta``, the
+  spatial loop ``b`` of ``T``'s last index by ``tb``, the outermost reduction loop by
+  ``tr``; bubble the loops (adjacent interchanges) into ``a0 b0 r0 r1 <other reductions>
+  a1 b1`` (or ``b0 r0 a0 r1 ...``), keep ``T``'s tile in registers (accumulate at r1),
+  unroll ``a1``, vectorize ``b1``, optionally stage an input that ``a`` does not index at
+  ``r0`` (a packed panel), then vectorize inner / parallelize outer loops.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+
+from .. import ir
+from ..transforms import actions, apply_step
+from ..transforms.base import NotApplicable
+from ..transforms.split import split_names
+
+
+@dataclass(frozen=True)
+class Move:
+    """One agent move: a label and the steps it applies (one step for an atomic action)."""
+    label: str
+    steps: tuple
+    kind: str = "macro"
+
+
+class _Builder:
+    """Applies steps one by one, remembering them; any refusal aborts the macro."""
+
+    def __init__(self, program):
+        self.program, self.steps = program, []
+
+    def step(self, text: str) -> None:
+        self.program = apply_step(self.program, text)
+        self.steps.append(text)
+
+    def maybe(self, text: str) -> bool:
+        try:
+            self.step(text)
+            return True
+        except NotApplicable:
+            return False
+
+
+def _parents(program) -> dict:
+    """id(loop or statement) -> its enclosing Loop (None at top level)."""
+    found = {}
+
+    def visit(body, parent):
+        for stmt in body:
+            found[id(stmt)] = parent
+            if isinstance(stmt, ir.Loop):
+                visit(stmt.body, stmt)
+    visit(program.body, None)
+    return found
+
+
+def vectorize_inner_steps(program) -> list:
+    legal = {a.text for a in actions(program) if a.kind == "vectorize"}
+    inner = [l.iterator for l in ir.loops(program) if not any(isinstance(s, ir.Loop) for s in l.body)]
+    return [f"vectorize {it}" for it in inner if f"vectorize {it}" in legal]
+
+
+def parallelize_outer_steps(program) -> list:
+    """The outermost loop of each top-level nest that can run in parallel, looking through
+    loops of fewer than 4 iterations (no parallelism to gain there)."""
+    legal = {a.text for a in actions(program) if a.kind == "parallelize"}
+    found = []
+    for stmt in program.body:
+        while isinstance(stmt, ir.Loop):
+            extent = _extent(program, stmt.iterator)
+            if f"parallelize {stmt.iterator}" in legal and (extent is None or extent >= 4):
+                found.append(f"parallelize {stmt.iterator}")
+                break
+            loops = [s for s in stmt.body if isinstance(s, ir.Loop)]
+            stmt = loops[0] if len(loops) == 1 else None
+    return found
+
+
+def _finish(b: _Builder, vectorize=True, parallelize=True) -> None:
+    for _ in range(8):              # each vectorize can change what is innermost
+        texts = vectorize_inner_steps(b.program) if vectorize else []
+        if not texts or not b.maybe(texts[0]):
+            break
+    if parallelize:
+        for text in parallelize_outer_steps(b.program):
+            b.maybe(text)
+
+
+def distribute_steps(program) -> list:
+    """Fissions (legal ones) until no loop mixes statements with loops or holds several loops."""
+    b = _Builder(program)
+    for _ in range(12):
+        names = {id(s): f"s{i}" for i, s in enumerate(ir.assignments(b.program))}
+        done = True
+        for loop in ir.loops(b.program):
+            body = loop.body
+            if len(body) < 2 or not any(isinstance(s, ir.Loop) for s in body):
+                continue
+            for k in range(len(body) - 1):
+                head = body[k]
+                ref = names.get(id(head)) if isinstance(head, ir.Assign) else \
+                    head.iterator if isinstance(head, ir.Loop) else None
+                if ref and b.maybe(f"fission {loop.iterator} after {ref}"):
+                    done = False
+                    break
+            if not done:
+                break
+        if done:
+            break
+    return b.steps
+
+
+def _perfect_reduction_nests(program) -> list:
+    """[(chain of loops outer to inner, statement)] for perfect nests ending in one reduction."""
+    parents, found = _parents(program), []
+    for stmt in ir.assignments(program):
+        if stmt.op == "=":
+            continue
+        chain, node = [], parents[id(stmt)]
+        while node is not None and len(node.body) == 1:
+            chain.append(node)
+            node = parents[id(node)]
+        if len(chain) >= 2:
+            found.append((list(reversed(chain)), stmt))
+    return found
+
+
+def _uses(expr, name: str) -> bool:
+    return any(isinstance(e, ir.Var) and e.name == name for e in ir.walk_expr(expr))
+
+
+def _bubble(b: _Builder, order: list) -> None:
+    """Adjacent interchanges turning the (perfect) chain into ``order``."""
+    current = list(order)
+    current.sort(key=lambda it: _chain_position(b.program, it))
+    for target_pos, it in enumerate(order):
+        pos = current.index(it)
+        while pos > target_pos:
+            b.step(f"interchange {current[pos - 1]} {it}")
+            current[pos - 1], current[pos] = current[pos], current[pos - 1]
+            pos -= 1
+
+
+def _chain_position(program, iterator: str) -> int:
+    return [l.iterator for l in ir.loops(program)].index(iterator)
+
+
+def _extent(program, iterator: str):
+    from ..kernels import eval_dim
+    loop = next(l for l in ir.loops(program) if l.iterator == iterator)
+    try:
+        return eval_dim(loop.hi, program.size_values) - eval_dim(loop.lo, program.size_values)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _factors(program, iterator: str, preferred: tuple, limit: int) -> list:
+    """Split factors for a loop: the preferred ones that divide its extent (no tail), else
+    the preferred ones below its extent."""
+    n = _extent(program, iterator)
+    if n is None:
+        return list(preferred[:limit])
+    exact = [f for f in preferred if f < n and n % f == 0]
+    return (exact or [f for f in preferred if f < n])[:limit]
+
+
+def tile_moves(program, a_factors=(4, 8, 6, 2), b_factors=(16, 32, 8, 64),
+               r_factors=(128, 64, 256, 32, 16)) -> list:
+    """Register-tiling macros for each perfect reduction nest (see the module docstring).
+    The loop structure is built (and checked) once per variant; the tile sizes are then
+    substituted into its split steps (agents replay every move before measuring it)."""
+    pre = distribute_steps(program)
+    base = program
+    for text in pre:
+        base = apply_step(base, text)
+    moves = []
+    for chain, stmt in _perfect_reduction_nests(base)[:2]:
+        iters = [l.iterator for l in chain]
+        spatial = [it for it in iters if any(_uses(e, it) for e in stmt.target.indices)]
+        reduction = [it for it in iters if it not in spatial]
+        last = stmt.target.indices[-1] if stmt.target.indices else None
+        bs = [it for it in spatial if last is not None and _uses(last, it)]
+        if not reduction or not bs:
+            continue
+        bi = bs[-1]
+        ais = [it for it in spatial if it != bi]
+        ai = ais[-1] if ais else None
+        inputs = sorted({e.array for e in ir.walk_expr(stmt.value) if isinstance(e, ir.Access)
+                         and (ai is None or not any(_uses(i, ai) for i in e.indices))})
+        fa = _factors(base, ai, a_factors, 3) if ai else [None]
+        fb = _factors(base, bi, b_factors, 2)
+        fr = _factors(base, reduction[0], r_factors, 3)
+        if not fb or not fr or not fa:
+            continue
+        for outer_b, stage in product((False, True) if ai else (False,), [None] + inputs[:1]):
+            try:
+                steps = _tile(base, iters, ai, bi, reduction, fa[0], fb[0], fr[0], outer_b,
+                              stage, stmt.target.array)
+            except (NotApplicable, ValueError):
+                continue
+            for ta, tb, tr in product(fa, fb, fr):
+                sized = [_resize(t, {ai: ta, bi: tb, reduction[0]: tr}) for t in steps]
+                label = (f"tile {ai}/{ta} x " if ai else "tile ") + \
+                    f"{bi}/{tb} x {reduction[0]}/{tr}" + \
+                    (" b-outer" if outer_b else "") + (f" stage {stage}" if stage else "")
+                moves.append(Move(label, tuple(pre) + tuple(sized)))
+    return moves
+
+
+def _resize(text: str, factors: dict) -> str:
+    words = text.split()
+    if words[0] == "split" and words[1] in factors and factors[words[1]] is not None:
+        return f"split {words[1]} by {factors[words[1]]}"
+    return text
+
+
+def _tile(base, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage, target) -> list:
+    b = _Builder(base)
+    if ai is not None:
+        a0, a1 = split_names(b.program, ai)
+        b.step(f"split {ai} by {ta}")
+    b0, b1 = split_names(b.program, bi)
+    b.step(f"split {bi} by {tb}")
+    r = reduction[0]
+    r0, r1 = split_names(b.program, r)
+    b.step(f"split {r} by {tr}")
+    others = [it for it in iters if it not in (ai, bi) and it not in reduction]
+    inner_red = [r1] + reduction[1:]
+    if ai is None:
+        head, tile = [b0, r0], [b1]
+    else:
+        head, tile = ([b0, r0, a0] if outer_b else [a0, b0, r0]), [a1, b1]
+    _bubble(b, others + head + inner_red + tile)
+    b.step(f"accumulate {target} at {r1} as acc in register")
+    if stage:
+        b.maybe(f"stage {stage} at {r0} as {stage}p")
+    if ai is not None:
+        b.maybe(f"unroll {a1}")
+    b.step(f"vectorize {b1}")
+    _finish(b)
+    return b.steps
+
+
+def macro_moves(program, tile=True) -> list:
+    """Every macro that applies to this state and changes it."""
+    moves = []
+    b = _Builder(program)
+    _finish(b, parallelize=False)
+    if b.steps:
+        moves.append(Move("vectorize inner", tuple(b.steps)))
+    steps = parallelize_outer_steps(program)
+    if steps:
+        moves.append(Move("parallelize outer", tuple(steps)))
+    b = _Builder(program)
+    _finish(b)
+    if b.steps and len(b.steps) > 1:
+        moves.append(Move("vectorize inner + parallelize outer", tuple(b.steps)))
+    if tile:
+        try:
+            moves.extend(tile_moves(program))
+        except NotApplicable:
+            pass
+    return moves

@@ -1,0 +1,196 @@
+"""What every search agent shares: the measuring session (budget, events, stop) and the
+candidate moves of a state (pruned, ranked by a prior).
+
+``Session`` guarantees the contract of ``base.py``: the baseline is measured first and
+counts; no more than ``budget`` measurements are asked for (cache hits included); a state
+already measured in this search (same steps, same canonical IR or, where the evaluator
+offers ``code_key``, the same generated code) is never measured twice; ``on_event`` runs
+after every measurement, in order; ``should_stop`` is polled between measurements.  Every
+trial's steps are legal from the root (moves are replayed before they are measured; an
+illegal one is dropped without cost), so ``to_history()`` always replays.
+
+``candidate_moves(program, ...)``: macro moves (``macros.py``) plus the legal atomic actions,
+minus the ones that cannot pay off on a CPU evaluator (``bind``: the C code ignores it) and
+with split factors thinned to powers of two from 4 to 256; ranked by the prior (a callable
+``prior(program, moves) -> scores``, higher first; ``default_prior`` ranks by kind).
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable, Optional
+
+from ..errors import DojoError
+from ..records import program_hash
+from ..transforms import actions
+from .base import Measurement, SearchEvent, SearchResult, Trial
+from .macros import Move, macro_moves
+from .states import StateCache
+
+KIND_PRIOR = {"macro": 10.0, "vectorize": 6.0, "parallelize": 6.0, "accumulate": 4.0,
+              "stage": 3.0, "unroll": 3.0, "interchange": 2.5, "fission": 2.0, "fuse": 2.0,
+              "split": 1.5, "hoist": 1.5, "reorder": 1.0, "merge": 1.0, "layout": 1.0,
+              "materialize": 0.5, "inline": 0.5, "bind": 0.0}
+SPLIT_FACTORS = {4, 8, 16, 32, 64, 128, 256}
+
+
+def default_prior(program, moves) -> list:
+    """Generic knowledge: macros first, then vectorize/parallelize, ...; among tiles the
+    mid-sized ones (8 x 32 x 128-ish register tiles) a little ahead."""
+    scores = []
+    for m in moves:
+        score = KIND_PRIOR.get(m.kind, 1.0)
+        if m.kind == "macro" and m.label.startswith("tile"):
+            score -= 0.1 * sum(abs(math.log2(int(w.split("/")[1].split()[0]) / ideal))
+                               for w, ideal in zip(m.label.split(" x ")[:3], (8, 32, 128))
+                               if "/" in w)
+        scores.append(score)
+    return scores
+
+
+def candidate_moves(program, prior: Optional[Callable] = None, gpu: bool = False,
+                    macros: bool = True) -> list:
+    """The moves of a state, best-ranked first (deterministic)."""
+    moves = macro_moves(program) if macros else []
+    for a in actions(program):
+        if a.kind == "bind" and not gpu:
+            continue
+        if a.kind == "split" and int(a.text.split()[-1]) not in SPLIT_FACTORS:
+            continue
+        moves.append(Move(a.text, (a.text,), a.kind))
+    scores = (prior or default_prior)(program, moves)
+    order = sorted(range(len(moves)), key=lambda i: -scores[i])
+    return [moves[i] for i in order]
+
+
+class Session:
+    """One search's measurements (see the module docstring)."""
+
+    def __init__(self, agent: str, root, evaluator, budget: int, on_event=None,
+                 should_stop=None):
+        self.agent, self.root, self.evaluator, self.budget = agent, root, evaluator, budget
+        self.on_event, self.should_stop = on_event, should_stop
+        self.states = StateCache()
+        self.result = SearchResult(agent, root.name, root)
+        self.by_steps: dict = {}           # steps -> Trial
+        self._seen_states: dict = {}       # canonical IR hash -> steps
+        self._seen_code: set = set()
+        self._code_keys: dict = {}
+        self._started = time.monotonic()
+        self.stopped = False
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def used(self) -> int:
+        return len(self.result.trials)
+
+    @property
+    def done(self) -> bool:
+        if self.used >= self.budget or self.stopped:
+            return True
+        if self.should_stop is not None and self.should_stop():
+            self.stopped = self.result.stopped = True
+        return self.stopped
+
+    def program(self, steps: tuple):
+        return self.states.program(self.root, steps)
+
+    def time_of(self, steps: tuple) -> Optional[float]:
+        trial = self.by_steps.get(tuple(steps))
+        return trial.median_s if trial is not None else None
+
+    @property
+    def best(self) -> Trial:
+        return self.result.best
+
+    def reward(self, steps: tuple) -> float:
+        """log(baseline / time) of a measured state; -1 for a failed one."""
+        t, base = self.time_of(steps), self.result.baseline.median_s if self.result.trials else None
+        return math.log(base / t) if t and base else -1.0
+
+    def fresh(self, steps: tuple) -> bool:
+        """True when these steps are legal and lead to a state not measured yet."""
+        steps = tuple(steps)
+        if steps in self.by_steps:
+            return False
+        try:
+            program = self.program(steps)
+        except DojoError:
+            return False
+        if program_hash(program) in self._seen_states:
+            return False
+        key = self.code_key(steps)
+        return key is None or key not in self._seen_code
+
+    def code_key(self, steps: tuple):
+        """The evaluator's code key of a state (memoized; None when it has none)."""
+        steps = tuple(steps)
+        if steps not in self._code_keys:
+            code_key = getattr(self.evaluator, "code_key", None)
+            self._code_keys[steps] = code_key(self.root, steps) if code_key is not None else None
+        return self._code_keys[steps]
+
+    # ------------------------------------------------------------------ measuring
+
+    def baseline(self) -> Trial:
+        if not self.result.trials:
+            self.measure([()])
+        return self.result.baseline
+
+    def measure(self, candidates) -> list:
+        """Measure the fresh ones among candidate step tuples (in order, within the budget,
+        in one evaluate_many call); [Trial] of the ones measured."""
+        batch, keys = [], set()
+        for steps in candidates:
+            steps = tuple(steps)
+            if len(batch) >= self.budget - self.used:
+                break
+            if steps in batch or not self.fresh(steps):
+                continue
+            key = (program_hash(self.program(steps)), self.code_key(steps))
+            if key[0] in {k[0] for k in keys} or (key[1] is not None and key[1] in {k[1] for k in keys}):
+                continue
+            keys.add(key)
+            batch.append(steps)
+        if not batch or self.done:
+            return []
+        answers = self.evaluator.evaluate_many([(self.root, s) for s in batch])
+        trials = []
+        for steps, m in zip(batch, answers):
+            trials.append(self._record(steps, m))
+            if self.should_stop is not None and self.should_stop():
+                self.stopped = self.result.stopped = True
+                break
+        return trials
+
+    def measure_one(self, steps) -> Optional[Trial]:
+        trials = self.measure([steps])
+        return trials[0] if trials else None
+
+    def _record(self, steps: tuple, m: Measurement) -> Trial:
+        trial = Trial(steps, m)
+        self.result.trials.append(trial)
+        self.by_steps[steps] = trial
+        self._seen_states[program_hash(self.program(steps))] = steps
+        key = self.code_key(steps)
+        if key is not None:
+            self._seen_code.add(key)
+        if self.on_event is not None:
+            self.on_event(SearchEvent(self.agent, len(self.result.trials) - 1, trial,
+                                      self.result.best, self.budget))
+        return trial
+
+    def finish(self) -> SearchResult:
+        self.result.wall_s = time.monotonic() - self._started
+        self.result.stopped = self.stopped
+        return self.result
+
+    # ------------------------------------------------------------------ moves
+
+    def moves(self, steps: tuple, prior=None, macros: bool = True) -> list:
+        """candidate_moves of the state at steps, as (move, child steps) pairs."""
+        gpu = bool(getattr(self.evaluator, "gpu", False))
+        program = self.program(steps)
+        return [(m, tuple(steps) + m.steps) for m in
+                candidate_moves(program, prior=prior, gpu=gpu, macros=macros)]

@@ -1,0 +1,154 @@
+"""Search agents (dojo_core/agents/): the budget rule, determinism, events, should_stop and
+to_history() replay, with the FAKE analytic evaluator of tests/agents_fake.py (it tests the
+search logic, not speed); each agent once with the real LocalEvaluator at tiny sizes; the
+evaluators' cache; the `search` command."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dojo_core.agents import AGENTS, make_agent
+from dojo_core.agents.base import SearchResult
+from dojo_core.agents.evaluators import LocalEvaluator
+from dojo_core.kernels import kernel_path, load_kernel
+from dojo_core.printer import print_program
+from dojo_core.records import RecordStore
+from dojo_core.transforms import apply_step
+
+from agents_fake import AnalyticEvaluator
+
+NAMES = ["random", "greedy", "beam", "mcts"]
+SOFTMAX = {"N": 8, "M": 16}
+MATMUL = {"N": 16, "M": 16, "K": 16}
+
+
+def replay_history(history):
+    """Apply every step of an exported history from its parent and compare the IR."""
+    from dojo_core.parser import parse
+    programs = {0: parse(history["source"])}
+    assert print_program(programs[0]) == history["steps"][0]["ir"]
+    for step in history["steps"][1:]:
+        program = apply_step(programs[step["parent"]], step["text"])
+        assert print_program(program) == step["ir"]
+        programs[step["index"]] = program
+    return programs
+
+
+def test_registry_and_unknown_agent():
+    assert set(NAMES) <= set(AGENTS)
+    with pytest.raises(ValueError, match="known: .*greedy"):
+        make_agent("nope")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_budget_events_and_history(name):
+    root = load_kernel("matmul", MATMUL)
+    ev, events = AnalyticEvaluator(), []
+    result = make_agent(name).search(root, ev, 25, seed=1, on_event=events.append)
+    assert isinstance(result, SearchResult)
+    assert len(result.trials) == len(ev.calls) <= 25
+    assert result.trials[0].steps == () and ev.calls[0] == ()
+    assert [e.index for e in events] == list(range(len(result.trials)))
+    assert all(e.budget == 25 for e in events)
+    assert events[-1].best == result.best
+    assert len({t.steps for t in result.trials}) == len(result.trials)     # never twice
+    assert result.best.median_s < result.baseline.median_s
+    history = result.to_history()
+    programs = replay_history(history)
+    best = programs[history["current"]]
+    expected = root
+    for text in result.best.steps:
+        expected = apply_step(expected, text)
+    assert print_program(best) == print_program(expected)
+    assert json.loads(json.dumps(history)) == history
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_deterministic_for_a_seed(name):
+    root = load_kernel("softmax", SOFTMAX)
+    runs = [make_agent(name).search(root, AnalyticEvaluator(), 15, seed=7) for _ in range(2)]
+    assert [t.steps for t in runs[0].trials] == [t.steps for t in runs[1].trials]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_should_stop_ends_early(name):
+    root = load_kernel("softmax", SOFTMAX)
+    seen = []
+    result = make_agent(name).search(root, AnalyticEvaluator(), 50, seed=0,
+                                     on_event=seen.append, should_stop=lambda: len(seen) >= 4)
+    assert result.stopped and len(result.trials) == 4
+
+
+def test_failures_are_trials_not_exceptions():
+    root = load_kernel("softmax", SOFTMAX)
+    ev = AnalyticEvaluator(fail_steps={"vectorize j", "parallelize i"})
+    result = make_agent("greedy").search(root, ev, 12)
+    failed = [t for t in result.trials if not t.measurement.ok]
+    assert failed and all(t.median_s is None for t in failed)
+    assert "vectorize j" not in result.best.steps
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_agent_with_local_evaluator(name, tmp_path):
+    root = load_kernel("softmax", SOFTMAX)
+    ev = LocalEvaluator(min_time=0.001, store=RecordStore(tmp_path / "m.jsonl"))
+    try:
+        result = make_agent(name).search(root, ev, 4, seed=0)
+    finally:
+        ev.close()
+    assert len(result.trials) == 4
+    assert all(t.measurement.ok for t in result.trials), [t.measurement for t in result.trials]
+    records = list(RecordStore(tmp_path / "m.jsonl"))
+    assert len(records) == 4 and {r["state_hash"] for r in records}.__len__() == 4
+    replay_history(result.to_history())
+
+
+def test_local_cache_wrong_outputs_and_prior(tmp_path):
+    store = RecordStore(tmp_path / "m.jsonl")
+    root = load_kernel("softmax", SOFTMAX)
+    ev = LocalEvaluator(min_time=0.001, store=store)
+    try:
+        first = ev.evaluate(root, ("vectorize j",))
+        assert first.ok and first.source == "measured"
+        assert ev.evaluate(root, ("vectorize j",)).source == "cache"
+        bad = ev.evaluate(root, ("no such step",))
+        assert bad.error and bad.median_s is None
+    finally:
+        ev.close()
+    again = LocalEvaluator(min_time=0.001, store=store)     # a new process would see the file
+    hit = again.evaluate(root, ("vectorize j",))
+    assert hit.source == "cache" and hit.median_s == first.median_s
+    again.close()
+    calls = []
+
+    def prior(program, moves):
+        calls.append(len(moves))
+        return [1.0 if m.label == "split i by 4" else 0.0 for m in moves]
+    result = make_agent("greedy", width=1, prior=prior).search(root, AnalyticEvaluator(), 2)
+    assert calls and result.trials[1].steps == ("split i by 4",)
+
+
+def test_wrong_outputs_and_worker_failures(tmp_path):
+    import numpy as np
+    root = load_kernel("softmax", SOFTMAX)
+    ev = LocalEvaluator(min_time=0.001, store=RecordStore(tmp_path / "m.jsonl"))
+    try:
+        key, inputs, reference = ev._reference(root)
+        ev._references[key] = (inputs, {"Y": np.zeros_like(reference["Y"])})   # a wrong answer
+        wrong = ev.evaluate(root, ("vectorize l",))
+        assert not wrong.verified and wrong.median_s is None and "differ" in wrong.error
+        assert ev.evaluate(root, ("vectorize l",)).verified is False          # cached as such
+        lib_path = "/nonexistent/kernel.so"
+        answer = ev._worker.measure(root_key="other", inputs=inputs, reference=None,
+                                    program=root, path=lib_path, params={}, threads=None,
+                                    timeout=30)
+        assert "error" in answer and "OSError" in answer["error"]
+        ev._references[key] = (inputs, reference)
+        ev.min_time, ev.timeout = 5.0, 0.5      # timing takes 5 s: killed after 0.5 s
+        slow = ev.evaluate(root, ("vectorize k",))
+        assert slow.error and "timed out" in slow.error
+        ev.min_time, ev.timeout = 0.001, 60
+        assert ev.evaluate(root, ("vectorize j",)).ok                           # restarted
+    finally:
+        ev.close()
