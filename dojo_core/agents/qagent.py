@@ -1,0 +1,318 @@
+"""The learned Q-agent, in the spirit of PerfLLM (issue 7): registered as ``"q"``.
+
+A (state, action) pair is the row ``[state_features(s), state_features(s) -
+state_features(root), embedding(IR of s), action_features(s, a)]``; a Q-network (numpy MLP,
+``qnetwork.py``) scores every candidate action of a state, so the variable, masked action
+set is handled by scoring only the legal ones.  ``Q(s, a)`` estimates the best log speedup
+over the root reachable through ``a``, learned with the max-reward target ``Q(s, a) <-
+max(r(s, a), gamma * max_a' Q_target(s', a'))`` where ``r`` is the log speedup of the state
+reached (``FAIL_REWARD`` when it does not compile, crashes or computes wrong outputs, which
+ends the episode), from a replay buffer, with a target network copied every
+``target_every`` updates and epsilon-greedy exploration (linearly decayed in training).
+
+Candidates are the legal actions minus ``bind`` on CPU evaluators (``evaluator.gpu``
+false), split factors outside 4..256 powers of two, and ``unroll`` of loops longer than
+``MAX_UNROLL`` (their compile time dwarfs any gain).
+
+``train(kernels, evaluator_factory, episodes)``: episodes round-robin over the kernels
+(programs or library names), each from the root for up to ``max_depth`` measured steps;
+``evaluator_factory(root)`` gives the evaluator of a kernel (called once per kernel: a real
+one for rewards, or a ``CostModelEvaluator`` for cheap rollouts).  ``search(...)`` keeps the
+``Agent`` contract (``search.Session``: budget with the baseline counted, no state measured
+twice, events, stop): best-first over Q, the next measurement is the untried (state, action)
+of highest Q among the ``frontier`` best measured states (epsilon: a random one), and the
+network (a copy: the agent itself is unchanged) keeps learning from the search's own
+measurements.  ``save(path)``/``load(path)``: ``.npz`` weights plus their configuration.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Callable, Optional
+
+import numpy as np
+
+from ..transforms import actions
+from .base import Agent, SearchResult
+from .embedding import HashedEmbedding
+from .features import ACTION_DIM, FEATURE_DIM, action_matrix, analyze, state_features
+from .qnetwork import QNetwork, ReplayBuffer, Transition, max_reward_target
+
+FAIL_REWARD = -1.0
+SPLIT_FACTORS = (4, 8, 16, 32, 64, 128, 256)
+MAX_UNROLL = 32
+
+
+def _by_kind_choice(texts: list, rng: np.random.Generator) -> int:
+    """A random candidate, the kind drawn first (so that the many splits do not crowd out
+    the rarer moves)."""
+    kinds = sorted({t.split()[0] for t in texts})
+    kind = kinds[rng.integers(len(kinds))]
+    rows = [i for i, t in enumerate(texts) if t.split()[0] == kind]
+    return rows[rng.integers(len(rows))]
+
+
+class QAgent(Agent):
+    name = "q"
+
+    def __init__(self, gamma: float = 0.9, hidden=(64, 64), lr: float = 1e-3,
+                 epsilon: float = 0.1, max_depth: int = 6, batch: int = 32,
+                 target_every: int = 25, buffer: int = 4000, frontier: int = 3,
+                 online_updates: int = 2, embedder=None, seed: int = 0):
+        self.gamma, self.hidden, self.lr, self.epsilon = gamma, tuple(hidden), lr, epsilon
+        self.max_depth, self.batch, self.target_every = max_depth, batch, target_every
+        self.frontier, self.online_updates = frontier, online_updates
+        self.embedder = embedder if embedder is not None else HashedEmbedding()
+        self.seed = seed
+        self.net: Optional[QNetwork] = None
+        self.target: Optional[QNetwork] = None
+        self.buffer = ReplayBuffer(buffer)
+        self.updates = 0
+        self.normalized = False
+        self.losses: list = []
+
+    # ------------------------------------------------------------------ encoding
+
+    def candidates(self, program, gpu: bool = False) -> list:
+        """The candidate step texts of a state (module docstring), in actions() order."""
+        loops = analyze(program).loops
+        out = []
+        for a in actions(program):
+            words = a.text.split()
+            if a.kind == "bind" and not gpu:
+                continue
+            if a.kind == "split" and int(words[-1]) not in SPLIT_FACTORS:
+                continue
+            if a.kind == "unroll" and words[1] in loops and loops[words[1]].extent > MAX_UNROLL:
+                continue
+            out.append(a.text)
+        return out
+
+    def encode(self, root_features: np.ndarray, program, texts: list) -> np.ndarray:
+        """The input rows of (program, text) for every text: shape (len(texts), in_dim)."""
+        from ..printer import print_program
+        s = state_features(program)
+        emb = self.embedder.embed(print_program(program))
+        state = np.concatenate([s, s - root_features, emb]).astype(np.float32)
+        acts = action_matrix(program, texts)
+        return np.hstack([np.repeat(state[None, :], len(texts), axis=0), acts])
+
+    def _ensure_net(self, rows: np.ndarray) -> None:
+        if self.net is None:
+            self.net = QNetwork(rows.shape[1], self.hidden, self.seed)
+            self.target = QNetwork(rows.shape[1], self.hidden, self.seed)
+        if not self.normalized and len(rows):
+            self.net.set_normalization(rows)
+            self.target.copy_from(self.net)
+            self.normalized = True
+
+    # ------------------------------------------------------------------ learning
+
+    def td_targets(self, batch: list, target: QNetwork) -> np.ndarray:
+        return np.array([max_reward_target(t.reward, None if t.next_x is None
+                                           else target.predict(t.next_x), self.gamma)
+                         for t in batch])
+
+    def update(self, rng: np.random.Generator, net=None, target=None, buffer=None) -> float:
+        """One minibatch step on the TD loss; copies the target network every
+        ``target_every`` updates.  Returns the loss (before the step)."""
+        net, target = net or self.net, target or self.target
+        buffer = buffer if buffer is not None else self.buffer
+        batch = buffer.sample(self.batch, rng)
+        if not batch:
+            return math.nan
+        x = np.stack([t.x for t in batch])
+        loss = net.fit_batch(x, self.td_targets(batch, target), self.lr)
+        if net is self.net:
+            self.updates += 1
+            if self.updates % self.target_every == 0:
+                self.target.copy_from(self.net)
+        return loss
+
+    def td_loss(self, transitions: list) -> float:
+        """Mean squared TD error of the current network on the given transitions."""
+        if not transitions:
+            return math.nan
+        x = np.stack([t.x for t in transitions])
+        err = self.net.predict(x) - self.td_targets(transitions, self.target)
+        return float(np.mean(err ** 2))
+
+    def train(self, kernels, evaluator_factory: Callable, episodes: int, *, seed: int = 0,
+              updates_per_step: int = 2, epsilon_start: float = 1.0,
+              epsilon_end: Optional[float] = None, log: Optional[Callable] = None) -> dict:
+        """Train on the kernels (module docstring); returns {"episodes", "measurements",
+        "updates", "losses": [mean TD loss per episode], "best": {kernel: log speedup}}."""
+        from ..kernels import load_kernel
+        from .states import StateCache
+        rng = np.random.default_rng(seed)
+        roots = [load_kernel(k, {}) if isinstance(k, str) else k for k in kernels]
+        evaluators = [evaluator_factory(r) for r in roots]
+        gpu = [bool(getattr(e, "gpu", False)) for e in evaluators]
+        root_feats = [state_features(r) for r in roots]
+        states = StateCache()
+        self._ensure_net(np.vstack([self.encode(f, r, self.candidates(r, g))
+                                    for f, r, g in zip(root_feats, roots, gpu)]))
+        eps_end = self.epsilon if epsilon_end is None else epsilon_end
+        base = [None] * len(roots)
+        stats = {"episodes": 0, "measurements": 0, "updates": 0, "losses": [], "best": {}}
+        for episode in range(episodes):
+            k = episode % len(roots)
+            root, ev = roots[k], evaluators[k]
+            if base[k] is None:
+                m = ev.evaluate(root, ())
+                stats["measurements"] += 1
+                base[k] = m.median_s if m.ok else None
+                if base[k] is None:
+                    continue
+            eps = epsilon_start + (eps_end - epsilon_start) * episode / max(1, episodes - 1)
+            steps, program = (), root
+            texts = self.candidates(program, gpu[k])
+            x = self.encode(root_feats[k], program, texts)
+            losses = []
+            for _ in range(self.max_depth):
+                if not texts:
+                    break
+                row = (_by_kind_choice(texts, rng) if rng.random() < eps
+                       else int(np.argmax(self.net.predict(x))))
+                steps = steps + (texts[row],)
+                m = ev.evaluate(root, steps)
+                stats["measurements"] += 1
+                ok = m.ok and m.median_s > 0
+                reward = math.log(base[k] / m.median_s) if ok else FAIL_REWARD
+                name = getattr(root, "name", str(k))
+                stats["best"][name] = max(stats["best"].get(name, 0.0), reward)
+                next_texts, next_x = [], None
+                if ok:
+                    program = states.program(root, steps)
+                    next_texts = self.candidates(program, gpu[k])
+                    next_x = self.encode(root_feats[k], program, next_texts) if next_texts else None
+                self.buffer.add(Transition(x[row], reward, next_x))
+                for _ in range(updates_per_step):
+                    losses.append(self.update(rng))
+                if not ok or next_x is None:
+                    break
+                texts, x = next_texts, next_x
+            stats["episodes"] += 1
+            stats["losses"].append(float(np.nanmean(losses)) if losses else math.nan)
+            if log is not None:
+                log(f"episode {episode} {getattr(root, 'name', k)} eps {eps:.2f} "
+                    f"steps {len(steps)} loss {stats['losses'][-1]:.4f}")
+        stats["updates"] = self.updates
+        self.losses.extend(stats["losses"])
+        return stats
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, root, evaluator, budget: int, *, seed: int = 0, on_event=None,
+               should_stop=None) -> SearchResult:
+        from .search import Session
+        rng = np.random.default_rng(seed)
+        session = Session(self.name, root, evaluator, budget, on_event, should_stop)
+        gpu = bool(getattr(evaluator, "gpu", False))
+        root_feats = state_features(root)
+        session.baseline()
+        net, target = QNetwork(1), QNetwork(1)
+        pool: dict = {}                     # steps -> [texts, rows, q, tried flags]
+
+        def open_state(steps):
+            program = session.program(steps)
+            texts = self.candidates(program, gpu)
+            rows = self.encode(root_feats, program, texts) if texts else None
+            pool[steps] = [texts, rows, None, np.zeros(len(texts), dtype=bool)]
+
+        open_state(())
+        if self.net is None or not self.normalized:
+            if pool[()][1] is None:
+                return session.finish()
+            self._ensure_net(pool[()][1])
+        net.copy_from(self.net)
+        target.copy_from(self.net)
+        net._m = [np.zeros_like(p) for p in net.params]
+        net._v = [np.zeros_like(p) for p in net.params]
+        local = ReplayBuffer(max(64, budget))
+        updates = 0
+        while not session.done:
+            measured = [t for t in session.result.trials if t.median_s is not None
+                        and tuple(t.steps) in pool]
+            measured.sort(key=lambda t: (t.median_s, len(t.steps)))
+            choices = []
+            for t in measured[:self.frontier]:
+                entry = pool[tuple(t.steps)]
+                if entry[1] is None:
+                    continue
+                if entry[2] is None:
+                    entry[2] = net.predict(entry[1])
+                for i in np.flatnonzero(~entry[3]):
+                    choices.append((float(entry[2][i]), tuple(t.steps), int(i)))
+            if not choices:
+                break
+            if rng.random() < self.epsilon:
+                best_steps = choices[0][1]
+                texts = pool[best_steps][0]
+                open_rows = [i for i in range(len(texts)) if not pool[best_steps][3][i]]
+                pick = open_rows[_by_kind_choice([texts[i] for i in open_rows], rng)]
+                parent, row = best_steps, pick
+            else:
+                _, parent, row = max(choices, key=lambda c: c[0])
+            entry = pool[parent]
+            entry[3][row] = True
+            child = parent + (entry[0][row],)
+            trial = session.measure_one(child)
+            if trial is None:
+                continue                     # not fresh (same state or code): no cost
+            reward = session.reward(child)
+            next_x = None
+            if trial.median_s is not None:
+                open_state(child)
+                next_x = pool[child][1]
+            else:
+                reward = FAIL_REWARD
+            local.add(Transition(entry[1][row], reward, next_x))
+            for _ in range(self.online_updates):
+                batch = local.sample(self.batch, rng)
+                x = np.stack([t.x for t in batch])
+                net.fit_batch(x, self.td_targets(batch, target), self.lr)
+                updates += 1
+                if updates % self.target_every == 0:
+                    target.copy_from(net)
+            for e in pool.values():
+                e[2] = None                  # rescored lazily with the updated network
+        return session.finish()
+
+    # ------------------------------------------------------------------ persistence
+
+    def config(self) -> dict:
+        return {"gamma": self.gamma, "hidden": list(self.hidden), "lr": self.lr,
+                "epsilon": self.epsilon, "max_depth": self.max_depth, "batch": self.batch,
+                "target_every": self.target_every, "frontier": self.frontier,
+                "online_updates": self.online_updates, "seed": self.seed,
+                "embedder": self.embedder.name, "feature_dim": FEATURE_DIM,
+                "action_dim": ACTION_DIM}
+
+    def save(self, path) -> None:
+        if self.net is None:
+            raise ValueError("the Q-agent has no network yet (train it first)")
+        np.savez_compressed(path, config=np.array(json.dumps(self.config())),
+                            **{f"net_{k}": v for k, v in self.net.state().items()})
+
+    @classmethod
+    def load(cls, path, embedder=None) -> "QAgent":
+        """An agent with the saved weights; ValueError when they do not fit this code's
+        features or the given embedder."""
+        with np.load(path, allow_pickle=False) as data:
+            config = json.loads(str(data["config"]))
+            arrays = {k[4:]: data[k] for k in data.files if k.startswith("net_")}
+        agent = cls(**{k: config[k] for k in ("gamma", "hidden", "lr", "epsilon", "max_depth",
+                                               "batch", "target_every", "frontier",
+                                               "online_updates", "seed")}, embedder=embedder)
+        if (config["feature_dim"], config["action_dim"]) != (FEATURE_DIM, ACTION_DIM) or \
+                config["embedder"] != agent.embedder.name:
+            raise ValueError(f"{path}: weights for features {config['feature_dim']}/"
+                             f"{config['action_dim']} and embedder {config['embedder']}, "
+                             f"not {FEATURE_DIM}/{ACTION_DIM} and {agent.embedder.name}")
+        agent.net = QNetwork(1)
+        agent.net.load_state(arrays)
+        agent.target = QNetwork(1)
+        agent.target.copy_from(agent.net)
+        agent.normalized = True
+        return agent
