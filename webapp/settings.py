@@ -125,3 +125,9 @@ LOGOUT_REDIRECT_URL = "/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024          # history imports; IR sources stop at 64 KiB
 # DOJO_TEST_HOOKS=1 enables /__test__/push/ID (the browser tests' job.update trigger)
 DOJO_TEST_HOOKS = os.environ.get("DOJO_TEST_HOOKS", "") == "1"
+
+# --- Agent runs from the editor and the API (issue 7 part C; webapp/agents/) ---------------
+# Celery tasks on the "agents" queue, run by `python -m webapp.agents.worker` (make run starts it)
+INSTALLED_APPS += ["webapp.agents"]
+DOJO_AGENTS_QUEUE = os.environ.get("DOJO_AGENTS_QUEUE", "agents")
+DOJO_AGENT_MAX_BUDGET = int(_runners_conf.number(os.environ, "DOJO_AGENT_MAX_BUDGET", 1000))

@@ -5,6 +5,7 @@ from django.urls import include, path
 urlpatterns = [
     path("", include("webapp.runners.urls")),     # /api/runners..., /api/jobs/ID (issue 5)
     path("admin/", admin.site.urls),
+    path("", include("webapp.agents.urls")),      # agent runs, /api/agents..., /api/dataset.jsonl (issue 7)
     path("", include("webapp.api.urls")),         # the rest of /api/ (issue 6); ends with a JSON 404
     path("", include("webapp.histories.urls")),   # gallery "/", editor /s/ID/, accounts (issue 6)
 ]

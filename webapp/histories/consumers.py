@@ -46,6 +46,17 @@ class SessionConsumer(AsyncWebsocketConsumer):
             return
         await self.send(text_data=html)
 
+    async def agent_update(self, event):
+        """An agent run's progress (webapp/agents/live.py): the history tree and the run list."""
+        from webapp.agents.live import render_update
+        try:
+            html = await database_sync_to_async(render_update)(self.sid, event)
+        except Exception:                                     # noqa: BLE001 - keep the socket
+            log.warning("cannot render agent.update for %s", self.sid, exc_info=True)
+            return
+        if html:
+            await self.send(text_data=html)
+
     @database_sync_to_async
     def _exists(self, sid):
         from .models import Session

@@ -1,0 +1,41 @@
+"""Which agents can be started from the web: dojo_core's registry (``AGENTS``,
+``make_agent(name, **options)``), with "llm" offered only when an endpoint is configured
+(DOJO_LLM_ENDPOINT; DOJO_LLM_MODEL, DOJO_LLM_API_KEY optional)."""
+from __future__ import annotations
+
+import os
+
+
+def _registry():
+    try:
+        from dojo_core import agents
+        return getattr(agents, "AGENTS", None) or {}, getattr(agents, "make_agent", None)
+    except ImportError:
+        return {}, None
+
+
+def llm_configured() -> bool:
+    return bool(os.environ.get("DOJO_LLM_ENDPOINT"))
+
+
+def agent_names() -> list[str]:
+    """The agents a run may name, sorted; "llm" only with an endpoint."""
+    registry, _ = _registry()
+    names = set(registry)
+    if "llm" in names and not llm_configured():
+        names.discard("llm")
+    return sorted(names)
+
+
+def make(name: str):
+    """A fresh agent instance (KeyError for an unknown name)."""
+    registry, make_agent = _registry()
+    if name not in agent_names():
+        raise KeyError(name)
+    if name == "llm":
+        from dojo_core.agents.llm_client import LLMAgent
+        return LLMAgent()                      # endpoint and model from the environment
+    if make_agent is not None:
+        return make_agent(name)
+    entry = registry[name]
+    return entry() if callable(entry) else entry

@@ -1,0 +1,120 @@
+"""Streaming agent runs into open editor pages.
+
+``notify(run_id)`` announces that a run changed (a new step, a measurement, its state):
+the message ``{"type": "agent.update", "run": ID, "session": SID}`` goes to the Channels
+group ``session-<SID>``, whose consumer calls ``render_update`` and sends the result:
+htmx out-of-band swaps of the history tree (``#tree``) and of the run list
+(``#agent-runs``), both rendered from the database at that moment, so a lost or
+repeated message never leaves the page wrong for longer than the next one.
+
+The agents worker is another process: with the embedded in-memory channel layer its
+group_send would reach no websocket, so a worker started with ``--server URL`` sets
+``SERVER_URL`` and notifies through the server instead (``POST /api/agents/ID/notify``,
+signed with ``signature(run_id)``, an HMAC under SECRET_KEY), which pushes from its own
+process.  ``notify`` never raises: the change is already committed.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import logging
+import urllib.request
+
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+SERVER_URL = None              # set by the agents worker: notify through this server
+SIGNATURE_HEADER = "X-Dojo-Agent-Signature"
+
+
+def signature(run_id: int) -> str:
+    key = settings.SECRET_KEY.encode()
+    return hmac.new(key, f"perfdojo-agent-run:{int(run_id)}".encode(), hashlib.sha256).hexdigest()
+
+
+def signature_ok(run_id: int, given: str) -> bool:
+    return bool(given) and hmac.compare_digest(signature(run_id), given)
+
+
+def notify(run_id: int) -> None:
+    try:
+        if SERVER_URL:
+            _notify_server(run_id)
+        else:
+            push(run_id)
+    except Exception:                                            # noqa: BLE001 - never fail the run
+        log.warning("could not announce agent run %s", run_id, exc_info=True)
+
+
+def _notify_server(run_id: int) -> None:
+    req = urllib.request.Request(f"{SERVER_URL.rstrip('/')}/api/agents/{int(run_id)}/notify", data=b"{}",
+                                 method="POST", headers={"Content-Type": "application/json",
+                                                         SIGNATURE_HEADER: signature(run_id)})
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        resp.read()
+
+
+def push(run_id: int) -> None:
+    """group_send the run's agent.update from this process."""
+    from channels.layers import get_channel_layer
+
+    from .models import AgentRun
+    sid = AgentRun.objects.filter(id=run_id).values_list("session_id", flat=True).first()
+    layer = get_channel_layer()
+    if sid is None or layer is None:
+        return
+    message = {"type": "agent.update", "run": int(run_id), "session": sid}
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if loop is not None:
+        loop.create_task(layer.group_send(f"session-{sid}", message))
+    else:
+        from asgiref.sync import async_to_sync
+        async_to_sync(layer.group_send)(f"session-{sid}", message)
+
+
+# ============================================================================ rendering
+
+def run_view(run) -> dict:
+    """What the run list shows of one run."""
+    from webapp.histories.views import _fmt_time
+    return {"id": run.id, "agent": run.agent, "state": run.state, "final": run.final,
+            "budget": run.budget, "measured": run.measurements, "runner": run.runner or "any runner",
+            "start_step": run.start_step, "stop_requested": run.stop_requested, "error": run.error,
+            "best_step": run.best_step, "best_time": _fmt_time(run.best_median_s) if run.best_median_s else "",
+            "speedup": f"{run.speedup:.2f}×" if run.speedup else ""}
+
+
+def runs_context(session) -> dict:
+    from .services import runs_of
+    runs = [run_view(r) for r in runs_of(session)]
+    return {"session": session, "runs": runs, "active": any(not r["final"] for r in runs)}
+
+
+def tree_html(session) -> str:
+    from django.template.loader import render_to_string
+
+    from webapp.histories import integration, services
+    from webapp.histories.views import _tree
+    steps = services.steps_of(session)
+    results = integration.with_speedups(integration.results_by_step(integration.jobs_for(session.id)))
+    current = session.current if session.current in steps else 0
+    return render_to_string("agents/_tree_oob.html", {
+        "session": session, "tree": _tree(steps, current, current, results)})
+
+
+def render_update(sid: str, event: dict | None = None) -> str:
+    """The out-of-band swaps for one agent.update on session ``sid`` ("" if it is gone)."""
+    from django.template.loader import render_to_string
+
+    from webapp.histories.models import Session
+    session = Session.objects.filter(id=sid).first()
+    if session is None:
+        return ""
+    runs = render_to_string("agents/_runs.html", {**runs_context(session), "oob": True})
+    return tree_html(session) + runs
+

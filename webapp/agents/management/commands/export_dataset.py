@@ -1,0 +1,31 @@
+"""``manage.py export_dataset [--out FILE]``: every measured step of every history as JSON
+lines (webapp/agents/dataset.py); standard output without --out.  Prints the line count
+on standard error."""
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+
+class Command(BaseCommand):
+    help = "Export (state, action, measured time, runner) of all histories as JSON lines"
+
+    def add_arguments(self, parser):
+        parser.add_argument("--out", help="write to this file (default: standard output)")
+
+    def handle(self, *args, out=None, **options):
+        from webapp.agents.dataset import dataset_lines
+        try:
+            stream = open(out, "w", encoding="utf-8") if out else sys.stdout
+        except OSError as exc:
+            raise CommandError(f"{out}: {exc.strerror}") from None
+        n = 0
+        try:
+            for line in dataset_lines():
+                stream.write(line)
+                n += 1
+        finally:
+            if out:
+                stream.close()
+            else:
+                stream.flush()
+        self.stderr.write(f"{n} record{'s' if n != 1 else ''}" + (f" written to {out}" if out else ""))
