@@ -13,7 +13,9 @@ Commands
     library build --target T --out DIR [--records FILE.jsonl | --server URL]
             [--sizes-from SIZES.json] [--kernels a,b] [--no-replay]
             the best verified kernels of T as a C library (dojo_core/library)
-    search                                            reserved; "not available yet" (exit 2)
+    search  FILE --agent NAME --budget N [--seed S] [--server URL --runner NAME ...]
+            [--min-time S] [--threads T] [--records F.jsonl] [--history OUT.json] [--size ...]
+            run a search agent (dojo_core/agents/cli.py); one JSON object
 
 Guarantees (tests and outside tools rely on them)
   * Exit 0 on success, 1 on any refusal, 2 on a usage error or a feature that
@@ -37,9 +39,7 @@ import sys
 
 from .errors import DojoError
 
-RESERVED = {
-    "search": "run an agent",
-}
+RESERVED = {}
 
 
 class NpzError(Exception):
@@ -421,6 +421,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="append the measurement to a record store (default: the default store)")
     from .library.cli import add_library_parser
     add_library_parser(sub, cmd_library)
+    from .agents.cli import add_search_parser, cmd_search
+    add_search_parser(command, cmd_search)
     for name, help_text in RESERVED.items():
         p = sub.add_parser(name, help=f"{help_text} (not available yet)", add_help=True)
         p.add_argument("rest", nargs=argparse.REMAINDER)

@@ -152,3 +152,41 @@ def test_wrong_outputs_and_worker_failures(tmp_path):
         assert ev.evaluate(root, ("vectorize j",)).ok                           # restarted
     finally:
         ev.close()
+
+
+def _search(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "dojo_core", "search", *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_search_command(tmp_path):
+    kernel = str(kernel_path("softmax"))
+    r = _search(kernel, "--agent", "greedy", "--budget", "5", "--size", "N=8", "M=16",
+                "--min-time", "0.001", "--records", str(tmp_path / "m.jsonl"),
+                "--history", str(tmp_path / "h.json"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["measurements"] == 5 and out["baseline_median_s"] > 0
+    assert out["best_median_s"] <= out["baseline_median_s"]
+    assert isinstance(out["best_steps"], list) and out["agent"] == "greedy"
+    history = json.loads((tmp_path / "h.json").read_text())
+    programs = replay_history(history)
+    assert len(programs) >= 5
+    assert len(list(RecordStore(tmp_path / "m.jsonl"))) == 5
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--agent", "nope", "--budget", "3"], "unknown agent 'nope' (known: beam, greedy"),
+    (["--agent", "greedy", "--budget", "0"], "--budget 0: expected a positive integer"),
+    (["--agent", "greedy", "--budget", "3", "--runner", "x"], "--runner needs --server"),
+])
+def test_search_usage_errors(tmp_path, args, message):
+    r = _search(str(kernel_path("softmax")), *args, cwd=tmp_path)
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_search_bad_kernel_is_located(tmp_path):
+    (tmp_path / "bad.dojo").write_text("kernel k(N = 4)\nin A: f32[N]\nout B: f32[N]\n"
+                                       "for i in 0..N:\n  B[i] = C[i]\n")
+    r = _search("bad.dojo", "--agent", "random", "--budget", "2", cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr.startswith("bad.dojo:5:") and "Traceback" not in r.stderr

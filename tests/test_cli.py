@@ -288,9 +288,10 @@ def test_run_c_backend(work):
         assert out["C"].tolist() == list(range(1, 17))
 
 
-def test_reserved_commands_say_not_available(work):
-    r = dojo("search", "k.dojo", "--agent", "random", "--budget", "1", cwd=work)
-    assert (r.returncode, r.stderr) == (2, "search: not available yet\n")
+def test_search_usage_errors_exit_2(work):
+    # the search command itself is tested in tests/test_agents_search.py
+    r = dojo("search", "k.dojo", "--agent", "nope", "--budget", "1", cwd=work)
+    assert r.returncode == 2 and r.stderr.startswith("search: unknown agent 'nope'")
 
 
 # --------------------------------------------------------------------------- in-process
