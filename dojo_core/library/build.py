@@ -1,7 +1,7 @@
 """``build_library``: records in, a library directory out (the CLI and the web app call it).
 
     build_library(out, target, records, runners=(), sizes_wanted=None, kernels=None,
-                  replay=True, store=None, log=None) -> manifest dict
+                  replay=True, store=None, log=None, transfers=None) -> manifest dict
 
 1. ``target`` is resolved to fingerprints (select.resolve_target; unknown: LibraryError).
 2. Each (kernel, sizes) with usable records on them gets its fastest record whose steps
@@ -66,8 +66,8 @@ def _spec(kernel: str, sizes: dict, record, baseline) -> emit.FunctionSpec:
 
 
 def build_library(out, target: str, records, runners=(), sizes_wanted=None, kernels=None,
-                  replay: bool = True, store=None, log=None) -> dict:
-    """See the module docstring."""
+                  replay: bool = True, store=None, log=None, transfers=None) -> dict:
+    """See the module docstring (``transfers``: of a replay done elsewhere, for the manifest)."""
     from ..codegen import CodegenError
     records = [r for r in records if isinstance(r, dict)]
     if kernels is not None:
@@ -76,7 +76,7 @@ def build_library(out, target: str, records, runners=(), sizes_wanted=None, kern
             raise LibraryError(f"unknown kernel(s): {', '.join(unknown)}")
     fingerprints = resolve_target(target, records, runners)
     chosen = _chosen(records, fingerprints, kernels)
-    extra = {}
+    extra = {"transfers": transfers} if transfers is not None else {}
     if not chosen and target.strip() == "local" and replay:
         from .replay import replay_here
         new, transfers = replay_here(records, kernels=kernels, log=log)

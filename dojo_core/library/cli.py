@@ -68,7 +68,7 @@ def library_build(args, write, eprint) -> int:
             raise LibraryError(f"--records {args.records}: no such file")
     kernels = [k.strip() for k in args.kernels.split(",") if k.strip()] if args.kernels else None
     sizes = read_sizes(args.sizes_from) if args.sizes_from else None
-    runners = ()
+    runners, transfers = (), None
     if args.server:
         from .client import fetch_records, replay_on_runner
         records, runners = fetch_records(args.server)
@@ -78,14 +78,15 @@ def library_build(args, write, eprint) -> int:
             fingerprints = resolve_target(target, records, runners)
             found = {k for k in candidates(records, fingerprints) if kernels is None or k[0] in kernels}
             if not found and not args.no_replay:
-                replay_on_runner(args.server, target, records, fingerprints, log=eprint)
+                transfers = replay_on_runner(args.server, target, records, fingerprints, log=eprint,
+                                             kernels=set(kernels) if kernels else None)
                 records, runners = fetch_records(args.server)
     else:
         store = RecordStore(args.records)
         records = list(store)
     manifest = build_library(args.out, args.target, records, runners=runners, sizes_wanted=sizes,
                              kernels=set(kernels) if kernels else None,
-                             replay=not args.no_replay, store=store, log=eprint)
+                             replay=not args.no_replay, store=store, log=eprint, transfers=transfers)
     from .replay import describe_transfer
     for t in manifest.get("transfers", []):
         eprint(describe_transfer(t))

@@ -5,8 +5,8 @@
   (name, labels, fingerprint) as select.RunnerInfo.
 * ``replay_on_runner(server, runner, records, fingerprints)``: for a runner without
   measurements, submits one benchmark job (``POST /api/jobs``) per best step sequence of the
-  other machines, plus the untransformed kernel, per (kernel, sizes), and waits until they
-  are final (``GET /api/jobs/ID``); returns the job dicts.
+  other machines, plus the untransformed kernel, per (kernel, sizes), waits until they are
+  final (``GET /api/jobs/ID``) and returns the transfers (replay.replay_here's format).
 
 ``$DOJO_API_TOKEN`` (a ``pdk_...`` user token), when set, is sent as
 ``Authorization: Token ...``.  Every failure is a LibraryError with the server's reason.
@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.request
 
-from .select import LibraryError, RunnerInfo, candidates, fingerprints_with_records
+from .select import LibraryError, RunnerInfo, candidates, fingerprints_with_records, full_sizes
 
 
 def _request(server: str, path: str, payload=None, timeout: float = 60):
@@ -55,23 +55,46 @@ def fetch_records(server: str):
 
 
 def replay_on_runner(server: str, runner: str, records, fingerprints: set, per_size: int = 3,
-                     timeout: float = 3600, poll_s: float = 1.0, log=None) -> list:
-    """See the module docstring."""
+                     timeout: float = 3600, poll_s: float = 1.0, log=None, kernels=None) -> list:
+    """See the module docstring; the transfers, as replay.replay_here reports them."""
     from .replay import _ranked
     sources = fingerprints_with_records(records) - set(fingerprints)
     groups = {}
     for fp in sources:
         for key, rows in candidates(records, {fp}).items():
-            groups.setdefault(key, {})[fp] = rows
-    jobs = []
+            if kernels is None or key[0] in kernels:
+                groups.setdefault(key, {})[fp] = rows
+    submitted = []          # (kernel, sizes, source record or None, source speedup, job id)
     for (kernel, skey), rows_by_fp in sorted(groups.items()):
-        sequences = [[]] + [r["steps"] for r, _ in _ranked(rows_by_fp, per_size)]
-        for steps in sequences:
+        for source, speedup in [(None, None)] + _ranked(rows_by_fp, per_size):
+            steps = source["steps"] if source else []
             job = _request(server, "/api/jobs", {"kernel": kernel, "sizes": dict(skey),
                                                   "steps": steps, "runner": runner})
-            jobs.append(job["job"])
+            submitted.append((kernel, full_sizes(kernel, dict(skey)), source, speedup, job["job"]))
             if log:
                 log(f"submitted job {job['job']}: {kernel} {dict(skey)} ({len(steps)} steps) on {runner}")
+    done = _wait(server, [s[-1] for s in submitted], runner, timeout, poll_s)
+    transfers, base = [], {}
+    for kernel, sizes, source, speedup, job_id in submitted:
+        job = done[job_id]
+        result = job.get("result") or {}
+        ok = job.get("state") == "done" and result.get("verified") is True
+        med = result.get("median_s") if ok else None
+        if source is None:
+            base[(kernel, tuple(sorted(sizes.items())))] = med
+            continue
+        here_base = base.get((kernel, tuple(sorted(sizes.items()))))
+        here = here_base / med if here_base and med else None
+        transfers.append({"kernel": kernel, "sizes": sizes, "steps": len(source["steps"]),
+                          "source_runner": source.get("runner"),
+                          "source_fingerprint": source.get("fingerprint"), "source_speedup": speedup,
+                          "here_speedup": here, "verified": ok, "job": job_id,
+                          "error": None if ok else (job.get("error") or job.get("state")),
+                          "held": bool(here and here > 1.0)})
+    return transfers
+
+
+def _wait(server, jobs, runner, timeout, poll_s) -> dict:
     deadline, done = time.monotonic() + timeout, {}
     while len(done) < len(jobs):
         for job_id in jobs:
@@ -84,4 +107,4 @@ def replay_on_runner(server: str, runner: str, records, fingerprints: set, per_s
                 raise LibraryError(f"{len(jobs) - len(done)} benchmark job(s) on {runner} "
                                    f"not finished after {timeout:g} s")
             time.sleep(poll_s)
-    return [done[j] for j in jobs]
+    return done

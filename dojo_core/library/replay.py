@@ -84,8 +84,8 @@ def replay_here(records, kernels=None, per_size: int = 3, min_time: float = 0.2,
                 groups.setdefault((kernel, skey), {})[fp] = rows
     new_records, transfers = [], []
     for (kernel, skey), rows_by_fp in sorted(groups.items()):
-        sizes = dict(skey)
-        root = load_kernel(kernel, sizes)
+        root = load_kernel(kernel, dict(skey))
+        sizes = root.size_values
         base, err = _measure(root, root, kernel, [], min_time)
         if base is not None:
             new_records.append(base)
@@ -110,7 +110,7 @@ def replay_here(records, kernels=None, per_size: int = 3, min_time: float = 0.2,
             t["error"] = error
             transfers.append(t)
             if log:
-                log(describe_transfer(t))
+                log(f"replayed {len(source['steps'])} steps of {kernel} here")
     return new_records, transfers
 
 

@@ -1,0 +1,167 @@
+"""Leaderboards from the runners' Job table: no models of their own.
+
+A *board* is one (kernel, sizes, hardware fingerprint): every done and verified job of a
+library kernel at those sizes on runners with that fingerprint
+(``dojo_core.records.fingerprint_of_hardware`` of the hardware the result was stored with),
+best (lowest median) first.  An entry's ``speedup`` is the board's best untransformed
+median (jobs with no steps) over its own, None when the untransformed kernel was not
+measured there.  Entries link to their history step (``/s/ID/?step=N``) when the job came
+from a history.
+
+``job_record`` turns a job into the records.py format, so that the library builder
+(dojo_core.library) works the same on the web app's measurements as on a local store.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from dojo_core.library.select import full_sizes, size_key
+from dojo_core.records import fingerprint_of_hardware, program_hash
+
+MAX_JOBS = 20000
+
+
+def _jobs(kernel=None):
+    from webapp.runners.models import Job
+    qs = Job.objects.filter(state=Job.DONE).exclude(kernel="").select_related("runner")
+    if kernel is not None:
+        qs = qs.filter(kernel=kernel)
+    return qs.order_by("-id")[:MAX_JOBS]
+
+
+def _hardware(job) -> dict:
+    result = job.result if isinstance(job.result, dict) else {}
+    hw = result.get("hardware")
+    if isinstance(hw, dict) and hw:
+        return hw
+    return (job.runner.hardware if job.runner_id and job.runner else None) or {}
+
+
+def history_url(job):
+    if job.session_id and isinstance(job.step_index, int):
+        return f"/s/{job.session_id}/?step={job.step_index}"
+    return None
+
+
+@lru_cache(maxsize=512)
+def _source_hash(kernel: str, skey: tuple) -> str:
+    from dojo_core.kernels import load_kernel
+    return program_hash(load_kernel(kernel, dict(skey)))
+
+
+def job_record(job, site: str = ""):
+    """The records.py record of a done, verified job of a library kernel, else None."""
+    result = job.result if isinstance(job.result, dict) else None
+    if job.state != "done" or not result or result.get("verified") is not True:
+        return None
+    med = result.get("median_s")
+    if isinstance(med, bool) or not isinstance(med, (int, float)) or not med > 0:
+        return None
+    sizes = full_sizes(job.kernel, job.sizes or {})
+    steps = job.steps if isinstance(job.steps, list) else None
+    if sizes is None or steps is None or not all(isinstance(s, str) for s in steps):
+        return None
+    hw = _hardware(job)
+    url = history_url(job)
+    runner = job.runner
+    return {
+        "kernel": job.kernel, "sizes": sizes, "source_hash": _source_hash(job.kernel, size_key(sizes)),
+        "steps": list(steps), "state_hash": None,
+        "median_s": float(med), "min_s": result.get("min_s"), "max_s": result.get("max_s"),
+        "verified": True, "error": None, "fingerprint": fingerprint_of_hardware(hw),
+        "runner": runner.name if runner else result.get("runner"), "hardware": hw,
+        "labels": list(runner.labels or []) if runner else [],
+        "compiler": result.get("compiler"), "flags": result.get("flags"),
+        "threads": result.get("threads"), "target": result.get("target"),
+        "agent": None, "history_url": (site + url) if url else None, "job": job.id,
+        "time": job.finished.isoformat(timespec="seconds") if job.finished else None,
+    }
+
+
+def verified_records(kernel=None, site: str = "") -> list:
+    out = []
+    for job in _jobs(kernel):
+        record = job_record(job, site)
+        if record is not None:
+            out.append(record)
+    return out
+
+
+def runner_infos() -> list:
+    from webapp.runners.models import Runner
+    return [{"name": r.name, "labels": list(r.labels or []), "online": r.online,
+             "fingerprint": fingerprint_of_hardware(r.hardware or {})} for r in Runner.objects.all()]
+
+
+def _summary(hw: dict) -> str:
+    from webapp.histories.integration import hardware_summary
+    return hardware_summary(hw) or "unknown hardware"
+
+
+def leaderboards(kernel=None) -> list:
+    """The boards of one kernel (or all), each {"kernel", "sizes", "fingerprint",
+    "hardware", "runners", "baseline_s", "best_speedup", "entries"}, in kernel and size
+    order, the boards of each size by best median."""
+    boards = {}
+    for job in _jobs(kernel):
+        record = job_record(job)
+        if record is None:
+            continue
+        key = (record["kernel"], size_key(record["sizes"]), record["fingerprint"])
+        board = boards.setdefault(key, {"kernel": record["kernel"], "sizes": record["sizes"],
+                                        "fingerprint": record["fingerprint"],
+                                        "hardware": _summary(record["hardware"]),
+                                        "runners": set(), "entries": []})
+        board["runners"].add(record["runner"] or "?")
+        board["entries"].append({
+            "job": job.id, "median_s": record["median_s"], "min_s": record["min_s"],
+            "max_s": record["max_s"], "steps": len(record["steps"]), "step_texts": record["steps"],
+            "runner": record["runner"], "url": history_url(job),
+            "session": job.session_id, "step": job.step_index, "gflops": (job.result or {}).get("gflops"),
+            "finished": record["time"]})
+    out = []
+    for board in boards.values():
+        entries = sorted(board["entries"], key=lambda e: (e["median_s"], e["job"]))
+        base = [e["median_s"] for e in entries if e["steps"] == 0]
+        board["baseline_s"] = min(base) if base else None
+        for e in entries:
+            e["speedup"] = board["baseline_s"] / e["median_s"] if board["baseline_s"] else None
+        speedups = [e["speedup"] for e in entries if e["speedup"]]
+        board["best_speedup"] = max(speedups) if speedups else None
+        board["entries"], board["runners"] = entries, sorted(board["runners"])
+        out.append(board)
+    out.sort(key=lambda b: (b["kernel"], size_key(b["sizes"]), b["entries"][0]["median_s"]))
+    return out
+
+
+def best_known(boards=None) -> dict:
+    """{kernel: [{"speedup", "hardware", "fingerprint", "sizes", "url"}, ...]}: per
+    fingerprint its best speedup at any size, best first."""
+    best = {}
+    for board in boards if boards is not None else leaderboards():
+        if not board["best_speedup"]:
+            continue
+        top = max((e for e in board["entries"] if e["speedup"]), key=lambda e: e["speedup"])
+        per_fp = best.setdefault(board["kernel"], {})
+        have = per_fp.get(board["fingerprint"])
+        if have is None or top["speedup"] > have["speedup"]:
+            per_fp[board["fingerprint"]] = {"speedup": top["speedup"], "hardware": board["hardware"],
+                                            "fingerprint": board["fingerprint"], "sizes": board["sizes"],
+                                            "url": top["url"], "runner": top["runner"]}
+    return {k: sorted(v.values(), key=lambda x: -x["speedup"]) for k, v in best.items()}
+
+
+def targets() -> list:
+    """What a library can be built for: runner names, labels and fingerprints with records."""
+    seen, out = set(), []
+    runners = runner_infos()
+    measured = {fp for fp in (b["fingerprint"] for b in leaderboards())}
+    for r in runners:
+        for value, kind in [(r["name"], "runner")] + [(l, "label") for l in r["labels"]]:
+            if value not in seen:
+                seen.add(value)
+                out.append({"value": value, "kind": kind,
+                            "measured": r["fingerprint"] in measured})
+    for fp in sorted(measured - seen):
+        out.append({"value": fp, "kind": "fingerprint", "measured": True})
+    return out
