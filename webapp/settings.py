@@ -126,6 +126,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024          # history imports; IR sou
 # DOJO_TEST_HOOKS=1 enables /__test__/push/ID (the browser tests' job.update trigger)
 DOJO_TEST_HOOKS = os.environ.get("DOJO_TEST_HOOKS", "") == "1"
 
+# --- Leaderboards and library downloads (issue 8; webapp/leaderboards/, no models) ---------
+INSTALLED_APPS += ["webapp.leaderboards"]
+
 # --- Agent runs from the editor and the API (issue 7 part C; webapp/agents/) ---------------
 # Celery tasks on the "agents" queue, run by `python -m webapp.agents.worker` (make run starts it)
 INSTALLED_APPS += ["webapp.agents"]

@@ -6,6 +6,7 @@ urlpatterns = [
     path("", include("webapp.runners.urls")),     # /api/runners..., /api/jobs/ID (issue 5)
     path("admin/", admin.site.urls),
     path("", include("webapp.agents.urls")),      # agent runs, /api/agents..., /api/dataset.jsonl (issue 7)
+    path("", include("webapp.leaderboards.urls")),  # /kernels/NAME/, /api/kernels/NAME/leaderboard, /api/library (issue 8)
     path("", include("webapp.api.urls")),         # the rest of /api/ (issue 6); ends with a JSON 404
     path("", include("webapp.histories.urls")),   # gallery "/", editor /s/ID/, accounts (issue 6)
 ]

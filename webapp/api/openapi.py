@@ -26,6 +26,35 @@ N = {"name": "n", "in": "path", "required": True, "schema": {"type": "integer", 
      "description": "step index (0 is the root)"}
 
 
+def _leaderboard_paths() -> dict:
+    """The leaderboards app's routes (issue 8, webapp/leaderboards/views.py)."""
+    target = {"name": "target", "in": "query", "schema": {"type": "string"},
+              "description": "a runner name, a runner label, a hardware fingerprint or 'local'"}
+    return {
+        "/api/kernels/{name}/leaderboard": {"get": {
+            "summary": "Per (sizes, hardware fingerprint): the verified measurements, best first, "
+                       "with their speedup and history step",
+            "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
+            "responses": {"200": _json({"type": "object", "properties": {
+                "kernel": {"type": "string"}, "boards": {"type": "array", "items": {"type": "object"}}}}),
+                **_errors(404)}}},
+        "/api/library/records": {"get": {
+            "summary": "Verified measurements in the records format (dojo_core/records.py) and the runners",
+            "parameters": [target],
+            "responses": {"200": _json({"type": "object", "properties": {
+                "records": {"type": "array", "items": {"type": "object"}},
+                "runners": {"type": "array", "items": {"type": "object"}}}}), **_errors(400)}}},
+        "/api/library": {"get": {
+            "summary": "The library of a target (python -m dojo_core library build) as a .tar.gz",
+            "parameters": [{**target, "required": True},
+                           {"name": "kernels", "in": "query", "schema": {"type": "string"},
+                            "description": "comma-separated kernel names (default: all)"}],
+            "responses": {"200": {"description": "the archive",
+                                  "content": {"application/gzip": {"schema": {"type": "string", "format": "binary"}}}},
+                          **_errors(400)}}},
+    }
+
+
 def describe(request=None) -> dict:
     paths = {
         "/api/sessions": {"post": {
@@ -104,6 +133,7 @@ def describe(request=None) -> dict:
             "summary": "A job: state (queued, running, done, failed, lost) and result (runners app)",
             "parameters": [{"name": "job", "in": "path", "required": True, "schema": {"type": "integer"}}],
             "responses": {"200": _json({"type": "object"}), **_errors(404)}}},
+        **_leaderboard_paths(),
     }
     schemas = {
         "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
