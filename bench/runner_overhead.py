@@ -10,10 +10,12 @@ in a temporary state directory) and a second runner, then
   clock just before the POST to the server's ``finished`` timestamp of the stored result
   (same host, same clock; the client polls GET /api/jobs/ID every 20 ms only to know when
   to go on), and the server's own ``created -> finished`` span; median and p90 in ms;
+* phases: the median of each step of that path (``PHASES`` below: request -> job created
+  -> message published -> received by the runner -> claimed -> result sent -> stored);
 * throughput: ``4 x --jobs`` trivial jobs submitted at once to any runner (two runners),
   jobs per second until all are done.
 
-Prints one JSON object. Redis: REDIS_URL (default redis://127.0.0.1:6379/0).
+Prints one JSON object (with the load average before and after). Redis: REDIS_URL (default redis://127.0.0.1:6379/0).
 """
 from __future__ import annotations
 
@@ -35,6 +37,20 @@ from test_jobs_integration import Server  # noqa: E402  (the integration tests' 
 KERNEL = "kernel tiny(N = 4)\nin A: f32[N]\nout B: f32[N]\n\nfor i in 0..N:\n  B[i] = A[i]\n"
 
 
+# (name, from, to): marks are the client's clock (request: just before the POST; answered:
+# its 201 in hand), the server's (created: the job row made; finished: the result stored) and
+# the runner's ``result.timing`` (published: the message sent, by the server's clock;
+# received: the task started on the runner; claimed; sent: the result posted).  One host,
+# one clock.  The phases add up to the latency; "answered" overlaps them.
+PHASES = [("request_to_created", "request", "created"),
+          ("created_to_published", "created", "published"),
+          ("published_to_received", "published", "received"),
+          ("received_to_claimed", "received", "claimed"),
+          ("claimed_to_sent", "claimed", "sent"),
+          ("sent_to_stored", "sent", "finished"),
+          ("request_to_answered", "request", "answered")]
+
+
 def pct(values, q):
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
@@ -45,16 +61,18 @@ def one_mode(mode: str, n: int) -> dict:
            "DOJO_REAPER_INTERVAL": "1"}
     if mode == "redis":
         env["REDIS_URL"] = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    load_before = [round(x, 2) for x in os.getloadavg()]
     with tempfile.TemporaryDirectory(prefix=f"dojo-bench-{mode}-") as tmp:
         s = Server(Path(tmp), env=env)
         try:
             s.env.update(env)
             s.start_runner("second", "bench", s.token())
             s.wait_online("local", "second")
-            wall, server = [], []
+            wall, server, phases = [], [], {name: [] for name, _, _ in PHASES}
             for i in range(n + 1):
                 t0 = time.time()
                 job_id = s.submit(source=KERNEL, runner="local", options={"dry_run": True})
+                answered = time.time()
                 while True:
                     time.sleep(0.02)
                     job = s.job(job_id)
@@ -65,6 +83,11 @@ def one_mode(mode: str, n: int) -> dict:
                 created, finished = (datetime.fromisoformat(job[k]) for k in ("created", "finished"))
                 wall.append((finished.timestamp() - t0) * 1e3)
                 server.append((finished - created).total_seconds() * 1e3)
+                marks = {"request": t0, "answered": answered, "created": created.timestamp(),
+                         "finished": finished.timestamp(), **(job["result"].get("timing") or {})}
+                for name, start, end in PHASES:
+                    if marks.get(start) is not None and marks.get(end) is not None:
+                        phases[name].append((marks[end] - marks[start]) * 1e3)
             m = 4 * n
             t0 = time.perf_counter()
             ids = [s.submit(source=KERNEL, options={"dry_run": True}) for _ in range(m)]
@@ -78,9 +101,13 @@ def one_mode(mode: str, n: int) -> dict:
             for i in ids:
                 by_runner[s.job(i)["runner"]] = by_runner.get(s.job(i)["runner"], 0) + 1
             return {"broker": mode, "jobs": n,
+                    "load_average_1_5_15": {"before": load_before,
+                                            "after": [round(x, 2) for x in os.getloadavg()]},
                     "latency_ms": {"median": round(statistics.median(wall), 1), "p90": round(pct(wall, 0.9), 1)},
                     "server_created_to_finished_ms": {"median": round(statistics.median(server), 1),
                                                       "p90": round(pct(server, 0.9), 1)},
+                    "phase_median_ms": {name: round(statistics.median(v), 1) if v else None
+                                        for name, v in phases.items()},
                     "throughput": {"jobs": m, "seconds": round(total, 2), "jobs_per_s": round(m / total, 1),
                                    "submit_s": round(submitted, 2), "by_runner": by_runner}}
         finally:

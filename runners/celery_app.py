@@ -2,7 +2,8 @@
 
 No Django here: a runner on another host needs only this package, kombu and
 celery.  The task message carries the job id alone; the database on the server
-is the source of truth and the runner fetches (claims) the job over HTTP.
+is the source of truth and the runner fetches (claims) the job over HTTP.  The message
+also says when it was published (``kwargs.published``).
 
 ``make_app(broker_url, broker_options)`` builds an app; ``TASK_NAME`` is the one
 task a runner consumes.  The worker side registers it with ``acks_late`` and
@@ -11,6 +12,8 @@ task a runner consumes.  The worker side registers it with ``acks_late`` and
 fetched message is gone, and the server's reaper requeues the job instead.
 """
 from __future__ import annotations
+
+import time
 
 from celery import Celery
 
@@ -49,7 +52,10 @@ def make_app(broker_url: str, broker_options: dict | None = None, name: str = "p
 
 
 def send_job(app: Celery, job_id: int, queue: str) -> None:
-    """Publish one job message (only the id) to a runner's queue."""
-    app.send_task(TASK_NAME, args=[int(job_id)], queue=queue, routing_key=queue,
+    """Publish one job message to a runner's queue: the job id, and the time it was
+    published (``kwargs.published``, Unix seconds; the runner reports it back in the
+    result's ``timing``, so the dispatch latency can be measured)."""
+    app.send_task(TASK_NAME, args=[int(job_id)], kwargs={"published": time.time()},
+                  queue=queue, routing_key=queue,
                   retry=True, retry_policy={"max_retries": 3, "interval_start": 0.1,
                                             "interval_step": 0.5, "interval_max": 2})

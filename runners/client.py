@@ -4,14 +4,18 @@ Network errors and 5xx answers are retried with exponential backoff (0.2 s up
 to 5 s) until ``patience`` seconds have passed (None: forever, or until the
 ``stop`` event is set), so a runner rides out a server restart or a network
 loss.  A 4xx answer is final and raises ``Refused`` with the server's reason.
+
+The client keeps its HTTP/1.1 connection alive between requests (one per client,
+used under a lock); a kept-alive connection the server has closed meanwhile is
+replaced, and the request sent again, once.
 """
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 
 
 class Refused(Exception):
@@ -33,20 +37,55 @@ class Client:
         self.secret = secret
         self.timeout = timeout
         self.stop = stop or threading.Event()
+        self._url = urllib.parse.urlsplit(self.server)
+        if self._url.scheme not in ("http", "https") or not self._url.hostname:
+            raise ValueError(f"server: {server!r} is not an http(s):// URL")
+        self._conn = None
+        self._lock = threading.Lock()
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            cls = http.client.HTTPSConnection if self._url.scheme == "https" else http.client.HTTPConnection
+            self._conn = cls(self._url.hostname, self._url.port, timeout=self.timeout)
+        return self._conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
     def _once(self, method: str, path: str, body) -> tuple[int, dict]:
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.server + path, data=data, method=method)
-        req.add_header("Accept", "application/json")
+        headers = {"Accept": "application/json", "Host": self._url.netloc}
         if data is not None:
-            req.add_header("Content-Type", "application/json")
+            headers["Content-Type"] = "application/json"
         if self.secret:
-            req.add_header("Authorization", f"Bearer {self.secret}")
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                raw, status = resp.read(), resp.status
-        except urllib.error.HTTPError as exc:
-            raw, status = exc.read(), exc.code
+            headers["Authorization"] = f"Bearer {self.secret}"
+        with self._lock:
+            for fresh in (False, True):
+                reused = self._conn is not None
+                conn = self._connection()
+                try:
+                    conn.request(method, self._url.path.rstrip("/") + path, body=data, headers=headers)
+                    resp = conn.getresponse()
+                    raw, status = resp.read(), resp.status
+                except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
+                    self._conn = None
+                    conn.close()
+                    # the server closed a kept-alive connection before reading this request:
+                    # send it once more on a new connection; anything else is the caller's
+                    if reused and not fresh:
+                        continue
+                    raise ConnectionError(f"{type(exc).__name__}: {exc}") from None
+                except (OSError, http.client.HTTPException):
+                    self._conn = None
+                    conn.close()
+                    raise
+                if resp.will_close:
+                    self._conn = None
+                    conn.close()
+                break
         try:
             payload = json.loads(raw.decode() or "{}")
         except (ValueError, UnicodeDecodeError):
@@ -67,7 +106,7 @@ class Client:
                 if status < 500:
                     raise Refused(status, payload)
                 last = f"HTTP {status}: {payload.get('error') or payload}"
-            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
+            except (http.client.HTTPException, ConnectionError, TimeoutError, OSError) as exc:
                 last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
             if self.stop.is_set() or (deadline is not None and time.monotonic() + delay > deadline):
                 raise Unreachable(f"{self.server}{path}: {last}")

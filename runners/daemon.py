@@ -262,3 +262,6 @@ def main(argv=None) -> int:
     except Unreachable as exc:
         print(f"runner: server unreachable: {exc}", file=sys.stderr)
         return 2
+    except ValueError as exc:                                  # e.g. --server is not a URL
+        print(f"runner: {exc}", file=sys.stderr)
+        return 2

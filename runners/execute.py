@@ -20,6 +20,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 
 from . import sandbox
 from .client import Client, Refused, Unreachable
@@ -66,6 +67,18 @@ def clear_current(state_dir: str) -> None:
 
 
 # --------------------------------------------------------------------------- the job
+
+_clients: dict = {}
+
+
+def shared_client(cfg: dict) -> Client:
+    """One client per (server, secret) in this process, so that its kept-alive HTTP
+    connection serves job after job."""
+    key = (cfg["server"], cfg["secret"])
+    if key not in _clients:
+        _clients[key] = Client(cfg["server"], cfg["secret"])
+    return _clients[key]
+
 
 def bench_command(spec: dict, python: str | None = None) -> list:
     opts = spec.get("options") or {}
@@ -184,9 +197,15 @@ def run_spec(spec: dict, cfg: dict, should_cancel=None, on_start=None) -> tuple[
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def execute(job_id: int, cfg: dict, client: Client | None = None) -> str:
-    """Claim, run and report one job; returns what happened (for logs and tests)."""
-    client = client or Client(cfg["server"], cfg["secret"])
+def execute(job_id: int, cfg: dict, client: Client | None = None, published=None) -> str:
+    """Claim, run and report one job; returns what happened (for logs and tests).
+
+    The result carries ``timing``: the Unix times (this host's clock) at which the
+    message was ``published`` (the server's clock), ``received`` here, ``claimed`` and
+    the result ``sent``."""
+    timing = {"published": published if isinstance(published, (int, float)) else None,
+              "received": time.time()}
+    client = client or shared_client(cfg)
     state_dir = cfg["state_dir"]
     try:
         claim = client.claim(job_id)
@@ -198,6 +217,7 @@ def execute(job_id: int, cfg: dict, client: Client | None = None) -> str:
         log.warning("job %s: server unreachable at claim: %s", job_id, exc)
         return f"unreachable: {exc}"
     spec, attempt = claim["job"], int(claim["attempt"])
+    timing["claimed"] = time.time()
     cancel_file = cancel_path(state_dir, job_id)
     current = {"job": int(job_id), "attempt": attempt, "pgid": None, "worker_pid": os.getpid()}
     _write_json(current_path(state_dir), current)
@@ -210,6 +230,8 @@ def execute(job_id: int, cfg: dict, client: Client | None = None) -> str:
                                  on_start=on_start)
         if state == "cancelled":
             log.info("job %s: cancelled", job_id)
+        timing["sent"] = time.time()
+        result = {**result, "timing": timing}
         try:
             answer = client.result(job_id, attempt, state, result, patience=cfg.get("result_patience", 3600))
             log.info("job %s: %s (%s)", job_id, state, answer.get("status", "stored"))

@@ -371,13 +371,24 @@ def test_reaper_assigns_waiting_jobs_and_catches_unreported_ones(settings):
 
 
 @pytest.mark.django_db
-def test_reaper_republishes_jobs_never_sent():
+def test_reaper_republishes_jobs_never_sent(settings, django_capture_on_commit_callbacks):
+    """A publish that fails (here a real Redis client against a closed port) clears the
+    job's ``dispatched``, and the reaper sends the job again."""
     runner, _ = make_runner("r1")
-    job = services.submit_benchmark(MATMUL, [], SMALL)
-    Job.objects.filter(id=job.id).update(created=timezone.now() - timedelta(seconds=10))
-    assert reap_once()["redispatched"] == 1
+    settings.DOJO_BROKER_URL = "redis://127.0.0.1:1/0"
+    dispatch.reset()
+    with django_capture_on_commit_callbacks(execute=True):
+        job = services.submit_benchmark(MATMUL, [], SMALL)
     job.refresh_from_db()
-    assert job.events[-1]["event"] == "redispatched"
+    assert job.state == Job.QUEUED and job.dispatched is None
+    Job.objects.filter(id=job.id).update(created=timezone.now() - timedelta(seconds=10))
+    settings.DOJO_BROKER_URL = "memory://"
+    dispatch.reset()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert reap_once()["redispatched"] == 1
+    job.refresh_from_db()
+    assert job.events[-1]["event"] == "redispatched" and job.dispatched is not None
+    assert reap_once()["redispatched"] == 0              # published now: not sent again
 
 
 @pytest.mark.django_db

@@ -1,11 +1,53 @@
-"""The ASGI entry point (daphne): a Channels router for HTTP and websockets."""
+"""The ASGI entry point (daphne): a Channels router for HTTP and websockets.
+
+HTTP goes to ``SyncChainASGIHandler``: Django's ASGI handler, except that the
+middleware chain and the view run synchronously, in one hop to a worker thread
+per request.  Django's own async chain hops between the event loop and a thread
+for every method of every sync middleware (about 30 hops a request here, several
+milliseconds under load); all our views and middleware are sync.
+
+The worker threads are a fixed pool (DOJO_HTTP_THREADS, default 16: that many
+requests are served at once), so each thread keeps its database connection from
+one request to the next (CONN_MAX_AGE); as under WSGI, a connection that failed
+or outlived CONN_MAX_AGE is closed before and after each request in its thread.
+Otherwise the behaviour is Django's (request signals, streaming responses; an
+async view still works, through async_to_sync).
+"""
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
-from django.core.asgi import get_asgi_application  # noqa: E402
+import django  # noqa: E402
+from asgiref.sync import sync_to_async  # noqa: E402
+from django.core.handlers.asgi import ASGIHandler  # noqa: E402
+from django.db import close_old_connections  # noqa: E402
 
-django_asgi_app = get_asgi_application()   # set up Django before importing anything that uses it
+django.setup(set_prefix=False)
+
+
+class SyncChainASGIHandler(ASGIHandler):
+    def __init__(self, threads: int = 16):
+        super().__init__()
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="http")
+        self._pooled = sync_to_async(self._get_response_in_pool, thread_sensitive=False,
+                                     executor=self.pool)
+
+    def load_middleware(self, is_async=False):
+        super().load_middleware(is_async=False)              # the sync chain, as under WSGI
+
+    def _get_response_in_pool(self, request):
+        close_old_connections()
+        try:
+            return self.get_response(request)
+        finally:
+            close_old_connections()
+
+    async def get_response_async(self, request):
+        return await self._pooled(request)
+
+
+django_asgi_app = SyncChainASGIHandler(int(os.environ.get("DOJO_HTTP_THREADS") or 16))
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402

@@ -66,6 +66,7 @@ DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": STATE_DIR / "db.sqlite3",
+        "CONN_MAX_AGE": 600, "CONN_HEALTH_CHECKS": True,    # kept per HTTP thread (webapp/asgi.py)
         "OPTIONS": {
             "transaction_mode": "IMMEDIATE",
             "timeout": 20,

@@ -30,7 +30,7 @@ def database_from_url(url: str, sqlite_options: dict | None = None) -> dict:
             "PASSWORD": unquote(parts.password or ""),
             "HOST": parts.hostname or "",
             "PORT": str(parts.port or ""),
-            "CONN_MAX_AGE": 0,
+            "CONN_MAX_AGE": 600, "CONN_HEALTH_CHECKS": True,     # kept per HTTP thread (asgi.py)
             "OPTIONS": dict(parse_qsl(parts.query)),
         }
         return entry
@@ -39,7 +39,7 @@ def database_from_url(url: str, sqlite_options: dict | None = None) -> dict:
         if parts.netloc and parts.netloc != "":
             path = "/" + parts.netloc + path
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": path or ":memory:",
-                "OPTIONS": dict(sqlite_options or {})}
+                "CONN_MAX_AGE": 600, "CONN_HEALTH_CHECKS": True, "OPTIONS": dict(sqlite_options or {})}
     raise ValueError(f"DATABASE_URL: unsupported scheme {scheme!r} (use postgres:// or sqlite:///)")
 
 

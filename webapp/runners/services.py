@@ -122,14 +122,18 @@ def runners_list() -> list[dict]:
 # =========================================================================== notifications, dispatch
 
 def _after_commit(job: Job, send: bool = False) -> None:
-    """Push the job's new state (and publish it to its runner's queue) once committed."""
+    """Push the job's new state (and publish it to its runner's queue) once committed.
+
+    A job to send has its ``dispatched`` time set in the same transaction (so that no
+    write follows the publish, when the runner's claim is on its way); a publish that
+    fails clears it again, and the reaper sends the job anew."""
     snapshot = job_dict(job)
     queue = job.runner.queue if send and job.runner_id and job.state == Job.QUEUED else None
-    job_id = job.id
+    job_id, marked = job.id, job.dispatched
 
     def fire():
-        if queue and dispatch.send(job_id, queue):
-            Job.objects.filter(id=job_id, state=Job.QUEUED).update(dispatched=timezone.now())
+        if queue and not dispatch.send(job_id, queue):
+            Job.objects.filter(id=job_id, state=Job.QUEUED, dispatched=marked).update(dispatched=None)
         notify.push(snapshot)
 
     transaction.on_commit(fire)
@@ -268,7 +272,9 @@ def submit_benchmark(source: str, steps=None, sizes=None, runner: str | None = N
                      kernel: str | None = None, session_id=None, step_index=None,
                      options=None, max_attempts: int | None = None) -> Job:
     """Validate and queue a benchmark of ``source`` after ``steps`` at ``sizes`` on an
-    online runner whose name or label is ``runner`` (None: any online runner)."""
+    online runner whose name or label is ``runner`` (None: any online runner).  The job's
+    ``created`` is the time of the call, before validation."""
+    created = timezone.now()
     canonical, name, steps, sizes = validate(source, steps, sizes)
     options = _clean_options(options)
     if runner is not None and (not isinstance(runner, str) or not runner.strip()):
@@ -289,7 +295,8 @@ def submit_benchmark(source: str, steps=None, sizes=None, runner: str | None = N
         job = Job(source=canonical, steps=steps, sizes=sizes, kernel=(kernel or name)[:100],
                   options=options, work=library_work(name, canonical, sizes), runner=target, requested_runner=runner,
                   max_attempts=max_attempts or int(_setting("DOJO_JOB_MAX_ATTEMPTS", 3)),
-                  session_id=session_id, step_index=step_index)
+                  session_id=session_id, step_index=step_index, created=created,
+                  dispatched=timezone.now())
         job.log("queued", runner=target.name)
         job.save()
         _after_commit(job, send=True)
@@ -332,7 +339,8 @@ def requeue_or_lose(job: Job, reason: str) -> Job:
     target = pick_runner(job.requested_runner)
     job.state = Job.QUEUED
     job.runner = target
-    job.started = job.heartbeat = job.dispatched = None
+    job.started = job.heartbeat = None
+    job.dispatched = now if target is not None else None
     job.log("requeued", runner=old, to=target.name if target else None, reason=reason)
     job.save()
     _after_commit(job, send=target is not None)
@@ -347,7 +355,7 @@ def reassign(job: Job, reason: str) -> Job:
         return job                               # no change (e.g. still no runner)
     old = job.runner.name if job.runner_id else None
     job.runner = target
-    job.dispatched = None
+    job.dispatched = timezone.now() if target is not None else None
     job.log("reassigned", runner=old, to=target.name if target else None, reason=reason)
     job.save()
     _after_commit(job, send=target is not None)
@@ -356,7 +364,8 @@ def reassign(job: Job, reason: str) -> Job:
 
 def redispatch(job: Job, reason: str) -> None:
     job.log("redispatched", runner=job.runner.name if job.runner_id else None, reason=reason)
-    job.save(update_fields=["events"])
+    job.dispatched = timezone.now()
+    job.save(update_fields=["events", "dispatched"])
     _after_commit(job, send=True)
 
 
