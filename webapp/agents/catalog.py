@@ -28,13 +28,11 @@ def agent_names() -> list[str]:
 
 
 def make(name: str):
-    """A fresh agent instance (KeyError for an unknown name)."""
+    """A fresh agent instance (KeyError for an unknown name); "llm" reads its endpoint and
+    model from the environment."""
     registry, make_agent = _registry()
     if name not in agent_names():
         raise KeyError(name)
-    if name == "llm":
-        from dojo_core.agents.llm_client import LLMAgent
-        return LLMAgent()                      # endpoint and model from the environment
     if make_agent is not None:
         return make_agent(name)
     entry = registry[name]
