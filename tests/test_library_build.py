@@ -292,3 +292,26 @@ def test_replay_for_a_new_machine(tmp_path):
     assert manifest["fingerprints"] == [machine_fingerprint()]
     again = build_library(tmp_path / "lib2", "local", list(store))     # no second replay
     assert "transfers" not in again
+
+
+def test_a_local_build_keeps_only_kernels_that_match_the_numpy_reference(tmp_path):
+    """Verified against the untransformed kernel is not enough: the plain f32 sum of 2^20
+    squares drifts past the tolerance of the float64 reference; a blocked sum does not."""
+    sizes = {"N": 1 << 20}
+    here = machine_fingerprint()
+    rows = [record("sum_squares", sizes, [], 1e-4, fingerprint=here, runner="local"),
+            record("sum_squares", sizes, ["split i by 4096", "vectorize i1"], 2e-4, fingerprint=here,
+                   runner="local")]
+    logged = []
+    manifest = build_library(tmp_path / "lib", "local", rows, log=logged.append)
+    (fn,) = manifest["functions"]
+    assert (fn["steps"], fn["median_s"]) == (2, 2e-4)
+    assert any("differ from the numpy reference" in line for line in logged), logged
+    rows.append(record("softmax", {"N": 16, "M": 40}, [], 1e-3, fingerprint=here, runner="local"))
+    alone = build_library(tmp_path / "lib2", "local", rows[:1] + rows[2:])   # nothing better: left out
+    assert [f["kernel"] for f in alone["functions"]] == ["softmax"]
+    (gone,) = alone["excluded"]
+    assert gone["kernel"] == "sum_squares" and "differs from the numpy reference" in gone["reason"]
+    assert not (tmp_path / "lib2" / "src" / "perfdojo_sum_squares_1048576.c").exists()
+    with pytest.raises(LibraryError, match="matches the numpy reference"):
+        build_library(tmp_path / "lib3", "local", rows[:1])

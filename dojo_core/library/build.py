@@ -10,7 +10,10 @@
 3. ``local`` without records here: with ``replay``, the best sequences of the other
    fingerprints are replayed and measured here (replay.replay_here); the new records are
    appended to ``store`` when given; the transfers go into the manifest (``transfers``).
-4. No usable entry at all: LibraryError("no verified entries ...").
+4. No usable entry at all: LibraryError("no verified entries ...").  When the library is
+   for this machine, each candidate also runs here on the test inputs against the numpy
+   reference (``reference_error``), and one that differs gives way to the next; when none
+   passes, the size is left out (the manifest's ``excluded`` says why).
 5. ``sizes_wanted`` ({kernel: [sizes, ...]}) adds sizes without a tuned entry as the
    untransformed kernel (``tuned`` and ``measured`` false).
 6. The directory is written by emit.write_library.
@@ -65,6 +68,21 @@ def _spec(kernel: str, sizes: dict, record, baseline) -> emit.FunctionSpec:
     return fn
 
 
+def reference_error(fn: emit.FunctionSpec) -> float:
+    """The worst error (as a multiple of the harness tolerance) of the function's compiled
+    code on the test inputs against the numpy reference; run in a child process."""
+    from .. import harness
+    from . import testprog
+    if fn.reference is None:
+        fn.reference = testprog.reference_outputs(fn.root, fn.kernel)
+    try:
+        got = harness.run_c(fn.program, testprog.test_inputs(fn.root, fn.kernel), target=fn.target,
+                            timeout=600)
+    except (harness.RunError, harness.CompileError):
+        return float("inf")
+    return max(harness.compare(got, fn.reference, fn.root).values(), default=0.0)
+
+
 def build_library(out, target: str, records, runners=(), sizes_wanted=None, kernels=None,
                   replay: bool = True, store=None, log=None, transfers=None) -> dict:
     """See the module docstring (``transfers``: of a replay done elsewhere, for the manifest)."""
@@ -90,9 +108,10 @@ def build_library(out, target: str, records, runners=(), sizes_wanted=None, kern
         raise LibraryError(f"no verified entries{scope} for target '{target.strip()}' "
                            f"(fingerprint {', '.join(sorted(fingerprints))}); measure with "
                            f"`bench ... --record` or benchmark jobs first")
-    functions = {}
+    here = fingerprints == {machine_fingerprint()}
+    functions, excluded = {}, []
     for (kernel, skey), rows in sorted(chosen.items()):
-        baseline = baseline_s(rows)
+        baseline, failed = baseline_s(rows), None
         for record in rows:
             try:
                 fn = _spec(kernel, dict(skey), record, baseline)
@@ -100,8 +119,22 @@ def build_library(out, target: str, records, runners=(), sizes_wanted=None, kern
                 if log:
                     log(f"skipped a record of {kernel} {dict(skey)}: {exc}")
                 continue
+            if here:
+                error = reference_error(fn)
+                if not error <= 1.0:
+                    fn.notes.append(f"differs from the numpy reference ({error:.3g} x the tolerance)")
+                    if log:
+                        log(f"skipped a record of {kernel} {dict(skey)} ({len(fn.steps)} steps): "
+                            f"its outputs differ from the numpy reference ({error:.3g} x the tolerance)")
+                    failed = failed or fn
+                    continue
             functions[(kernel, skey)] = fn
             break
+        else:
+            if failed is not None:          # nothing passes: left out, never shipped wrong
+                excluded.append({"kernel": kernel, "sizes": failed.sizes, "reason": failed.notes[-1]})
+    if excluded:
+        extra["excluded"] = excluded
     for kernel, size_list in (sizes_wanted or {}).items():
         if kernels is not None and kernel not in kernels:
             continue
@@ -113,7 +146,8 @@ def build_library(out, target: str, records, runners=(), sizes_wanted=None, kern
             if key not in functions:
                 functions[key] = _spec(kernel, full, None, None)
     if not functions:
-        raise LibraryError(f"no entry for target '{target.strip()}' replays with this engine")
+        raise LibraryError(f"no entry for target '{target.strip()}' replays with this engine "
+                           f"and matches the numpy reference")
     return emit.write_library(Path(out), list(functions.values()), target.strip(), fingerprints, extra)
 
 

@@ -90,6 +90,8 @@ def library_build(args, write, eprint) -> int:
     from .replay import describe_transfer
     for t in manifest.get("transfers", []):
         eprint(describe_transfer(t))
+    for gone in manifest.get("excluded", []):
+        eprint(f"left out {gone['kernel']} {gone['sizes']}: {gone['reason']}")
     for fn in manifest["functions"]:
         kind = f"tuned ({fn['steps']} steps)" if fn["tuned"] else \
             ("untransformed (measured)" if fn["measured"] else "untransformed (fallback)")

@@ -51,6 +51,7 @@ class FunctionSpec:
     cflags: tuple = ()
     ldflags: tuple = ()
     notes: list = field(default_factory=list)
+    reference: Optional[dict] = None      # numpy reference outputs on the test inputs, if computed
 
     @property
     def tuned(self) -> bool:
