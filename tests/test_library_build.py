@@ -122,6 +122,19 @@ def test_make_builds_both_libraries_and_the_c_tests_pass(built):
         sorted(f["name"] for f in manifest["functions"])
 
 
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
+def test_cmake_builds_the_same_library(built, tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(built[0], src, ignore=shutil.ignore_patterns("obj", "*.so", "*.a", "perfdojo_test"))
+    build = tmp_path / "build"
+    for cmd in (["cmake", "-S", str(src), "-B", str(build)], ["cmake", "--build", str(build), "-j2"],
+                ["ctest", "--output-on-failure"]):
+        r = subprocess.run(cmd, cwd=build if cmd[0] == "ctest" else tmp_path, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stdout + r.stderr
+    assert (build / "libperfdojo.a").is_file() and (build / "libperfdojo.so").is_file()
+
+
 @needs_make
 def test_c_test_program_detects_a_wrong_reference(built, tmp_path):
     out = tmp_path / "broken"
