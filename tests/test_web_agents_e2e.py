@@ -5,7 +5,7 @@ and SQLite, real gcc compiles of every measured state.
 One server for the module: a random-agent run from the API (steps appear in the history,
 each with its finished job; the budget is respected exactly), a run stopped mid-way
 (no job after the stop, state ``stopped``), the API's refusals, the dataset export
-(HTTP and ``manage.py export_dataset``) over what the runs measured.
+(HTTP and ``manage.py export_dataset``, format perfdojo-transitions) over what the runs measured.
 """
 from __future__ import annotations
 
@@ -151,13 +151,14 @@ def test_dataset_export_has_every_measured_step(server):
     with urllib.request.urlopen(server.url + "/api/dataset.jsonl", timeout=20) as r:
         assert r.headers["Content-Type"].startswith("application/x-ndjson")
         lines = [json.loads(line) for line in r.read().decode().splitlines()]
-    mine = [x for x in lines if x.get("session") == sid]
-    assert sorted(x["job"] for x in mine) == sorted(m["job"] for m in run["measurements"])
+    jobs = {m["job"]: m for m in run["measurements"]}
+    mine = [x for x in lines if x["job"] in jobs]
+    assert len(mine) == 3 and all(x["format"] == "perfdojo-transitions" for x in lines)
     for x in mine:
-        assert x["runner"] == "local" and x["agent"] == "random" and "kernel matmul(N = 8" in x["next_state"]
-        assert (x["action"] is None) == (x["state"] is None) == (x["step"] == 0)
-        if x["verified"]:
-            assert x["median_s"] > 0
+        assert x["runner"] == "local" and x["agent"] == "random" and "kernel matmul(N = 8" in x["state_ir"]
+        assert x["median_s"] == jobs[x["job"]]["median_s"] and x["verified"] is True
+    baseline = next(x for x in mine if x["action"] is None)
+    assert baseline["job"] == run["measurements"][0]["job"] and baseline["steps_before"] == []
     out = server.tmp / "dataset.jsonl"
     proc = subprocess.run([sys.executable, "manage.py", "export_dataset", "--out", str(out)], cwd=ROOT,
                           env=server.env, capture_output=True, text=True, timeout=120)

@@ -2,15 +2,15 @@
 
 ``records()`` yields one measurement record (dojo_core/records.py format) per finished
 benchmark job of a history step (``done`` or ``failed``; queued, lost and cancelled jobs
-measured nothing), in session then job order, plus the texts a learner needs:
-``state`` (the IR before the step's action), ``action`` (the step text; null for the
-root), ``next_state`` (the IR after it), ``session`` and ``step``.  Failed jobs are kept
-with ``median_s`` null and their error (a learner may want the negatives).
+measured nothing), in session then job order, with what rebuilding the transition needs
+without a replay: ``source`` (the root IR) and ``state_ir`` (the stored, canonical IR of
+the step's parent; null for the root), plus ``session``, ``step`` and ``job``.  Failed
+jobs are kept with ``median_s`` null and their error (a learner may want the negatives).
 
-``dataset_lines()`` turns them into JSON lines through dojo_core.agents.dataset's
-``export_records`` when that module exists, else writes each record as one JSON line.
-It reads the database in chunks, so it streams (``GET /api/dataset.jsonl``,
-``manage.py export_dataset``).
+``dataset_lines()`` turns them into JSON lines with dojo_core.agents.dataset's
+``export_records`` (format ``perfdojo-transitions``: state_ir, action, median_s, runner,
+...); without that module each record is written as it is.  It reads the database in
+chunks, so it streams (``GET /api/dataset.jsonl``, ``manage.py export_dataset``).
 """
 from __future__ import annotations
 
@@ -67,8 +67,7 @@ def records() -> Iterator[dict]:
             "agent": agents.get(job.id), "history_url": f"/s/{session.id}/?step={step.index}",
             "time": (job.finished or job.created).isoformat(timespec="seconds"),
             "session": session.id, "step": step.index, "job": job.id,
-            "state": parent.ir if parent is not None else None,
-            "action": step.text or None, "next_state": step.ir,
+            "source": session.source, "state_ir": parent.ir if parent is not None else None,
         }
 
 

@@ -62,7 +62,7 @@ def _budget(value) -> int:
 
 def _runner(value) -> str:
     if value is None:
-        return ""
+        value = ""
     if not isinstance(value, str) or len(value) > 64:
         raise Refusal(400, "runner must be a runner name or label, or null/empty for any online runner")
     value = value.strip()

@@ -1,6 +1,8 @@
 """The OpenAPI 3 description of the JSON API, served at /api/openapi.json."""
 from __future__ import annotations
 
+from webapp.agents import openapi as _agents_openapi
+
 
 def _ref(name):
     return {"$ref": f"#/components/schemas/{name}"}
@@ -134,6 +136,7 @@ def describe(request=None) -> dict:
             "parameters": [{"name": "job", "in": "path", "required": True, "schema": {"type": "integer"}}],
             "responses": {"200": _json({"type": "object"}), **_errors(404)}}},
         **_leaderboard_paths(),
+        **_agents_openapi.paths(_json, _errors, SID),      # agent runs, dataset (issue 7, webapp/agents)
     }
     schemas = {
         "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},

@@ -1,8 +1,6 @@
 """``manage.py export_dataset [--out FILE]``: every measured step of every history as JSON
 lines (webapp/agents/dataset.py); standard output without --out.  Prints the line count
 on standard error."""
-import sys
-
 from django.core.management.base import BaseCommand, CommandError
 
 
@@ -15,17 +13,18 @@ class Command(BaseCommand):
     def handle(self, *args, out=None, **options):
         from webapp.agents.dataset import dataset_lines
         try:
-            stream = open(out, "w", encoding="utf-8") if out else sys.stdout
+            stream = open(out, "w", encoding="utf-8") if out else None
         except OSError as exc:
             raise CommandError(f"{out}: {exc.strerror}") from None
         n = 0
         try:
             for line in dataset_lines():
-                stream.write(line)
+                if stream is not None:
+                    stream.write(line)
+                else:
+                    self.stdout.write(line, ending="")
                 n += 1
         finally:
-            if out:
+            if stream is not None:
                 stream.close()
-            else:
-                stream.flush()
         self.stderr.write(f"{n} record{'s' if n != 1 else ''}" + (f" written to {out}" if out else ""))
