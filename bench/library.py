@@ -73,7 +73,7 @@ def numpy_fn(np, name, x, sizes):
             return (lambda: np.maximum(X, np.float32(0), out=Y)), out
         if name == "silu":
             def f():
-                np.negative(X, out=Y); np.exp(Y, out=Y); Y += np.float32(1); np.divide(X, Y, out=Y)
+                np.negative(X, out=Y); np.exp(Y, out=Y); np.add(Y, np.float32(1), out=Y); np.divide(X, Y, out=Y)
             return f, out
         if name == "gelu":
             try:
@@ -83,18 +83,19 @@ def numpy_fn(np, name, x, sizes):
             c = np.float32(1 / np.sqrt(2))
 
             def f():
-                np.multiply(X, c, out=Y); Y[...] = erf(Y); Y += np.float32(1); Y *= X; Y *= np.float32(0.5)
+                np.multiply(X, c, out=Y); Y[...] = erf(Y); np.add(Y, np.float32(1), out=Y); np.multiply(Y, X, out=Y)
+                np.multiply(Y, np.float32(0.5), out=Y)
             return f, out
         if name == "log_softmax":
             def f():
                 np.subtract(X, X.max(axis=1, keepdims=True), out=Y)
-                Y -= np.log(np.exp(Y).sum(axis=1, keepdims=True))
+                np.subtract(Y, np.log(np.exp(Y).sum(axis=1, keepdims=True)), out=Y)
             return f, out
         eps, g = np.float32(x["eps"]), x["gamma"]
 
         def f():                                      # rmsnorm
             inv = 1 / np.sqrt(np.mean(X * X, axis=1, keepdims=True) + eps)
-            np.multiply(X, inv, out=Y); Y *= g
+            np.multiply(X, inv, out=Y); np.multiply(Y, g, out=Y)
         return f, out
     if name == "axpy":
         a, xs, y = np.float32(x["alpha"]), x["x"], x["y"]
@@ -114,7 +115,7 @@ def numpy_fn(np, name, x, sizes):
         Y = out["Y"] = np.empty((x["X"].shape[0], x["W"].shape[1]), np.float32)
 
         def f():
-            np.matmul(x["X"], x["W"], out=Y); Y += x["bias"]; np.maximum(Y, np.float32(0), out=Y)
+            np.matmul(x["X"], x["W"], out=Y); np.add(Y, x["bias"], out=Y); np.maximum(Y, np.float32(0), out=Y)
         return f, out
     if name == "row_sum":
         y = out["y"] = np.empty(x["X"].shape[0], np.float32)
@@ -135,7 +136,7 @@ def numpy_fn(np, name, x, sizes):
         def f():
             scale = x["gamma"] / np.sqrt(x["var"] + np.float32(x["eps"]))
             shift = x["beta"] - x["mean"] * scale
-            np.multiply(X, scale[:, None, None], out=Y); Y += shift[:, None, None]
+            np.multiply(X, scale[:, None, None], out=Y); np.add(Y, shift[:, None, None], out=Y)
         return f, out
     if name in ("avgpool2d", "maxpool2d"):
         n, c, h, w = sizes["N"], sizes["C"], sizes["H"], sizes["W"]
@@ -155,7 +156,7 @@ def numpy_fn(np, name, x, sizes):
             for i in range(3):
                 for j in range(3):
                     np.multiply(X[:, :, i:i + h, j:j + w], Wt[None, :, i, j, None, None], out=tmp)
-                    Y += tmp
+                    np.add(Y, tmp, out=Y)
         return f, out
     raise KeyError(name)
 
