@@ -1,9 +1,11 @@
 """The Celery app shared by the server (producer) and the runner worker (consumer).
 
 No Django here: a runner on another host needs only this package, kombu and
-celery.  The task message carries the job id alone; the database on the server
-is the source of truth and the runner fetches (claims) the job over HTTP.  The message
-also says when it was published (``kwargs.published``).
+celery.  The task message carries the job id, the time it was published
+(``kwargs.published``) and the job's signed ticket (``kwargs.ticket``,
+``kwargs.signature``: ``runners.tickets``), so the runner can start at once; the
+database on the server stays the source of truth, and the runner still claims the
+job over HTTP (atomically) before its result counts.
 
 ``make_app(broker_url, broker_options)`` builds an app; ``TASK_NAME`` is the one
 task a runner consumes.  The worker side registers it with ``acks_late`` and
@@ -51,11 +53,15 @@ def make_app(broker_url: str, broker_options: dict | None = None, name: str = "p
     return app
 
 
-def send_job(app: Celery, job_id: int, queue: str) -> None:
-    """Publish one job message to a runner's queue: the job id, and the time it was
-    published (``kwargs.published``, Unix seconds; the runner reports it back in the
-    result's ``timing``, so the dispatch latency can be measured)."""
-    app.send_task(TASK_NAME, args=[int(job_id)], kwargs={"published": time.time()},
+def send_job(app: Celery, job_id: int, queue: str, ticket: dict | None = None,
+             signature: str | None = None) -> None:
+    """Publish one job message to a runner's queue: the job id, the time it was published
+    (``kwargs.published``, Unix seconds; the runner reports it back in the result's
+    ``timing``) and, when given, the signed ticket (``runners.tickets``)."""
+    kwargs = {"published": time.time()}
+    if ticket is not None:
+        kwargs.update(ticket=ticket, signature=signature)
+    app.send_task(TASK_NAME, args=[int(job_id)], kwargs=kwargs,
                   queue=queue, routing_key=queue,
                   retry=True, retry_policy={"max_retries": 3, "interval_start": 0.1,
                                             "interval_step": 0.5, "interval_max": 2})

@@ -123,12 +123,16 @@ class Client:
     def heartbeat(self, current_job=None, patience=10.0) -> dict:
         return self.request("POST", "/api/runners/heartbeat", {"current_job": current_job}, patience)
 
-    def claim(self, job_id: int, patience=120.0) -> dict:
-        return self.request("POST", f"/api/runners/jobs/{int(job_id)}/claim", {}, patience)
+    def claim(self, job_id: int, attempt: int | None = None, patience=120.0) -> dict:
+        body = {} if attempt is None else {"attempt": int(attempt)}
+        return self.request("POST", f"/api/runners/jobs/{int(job_id)}/claim", body, patience)
 
-    def result(self, job_id: int, attempt: int, state: str, result: dict, patience=None) -> dict:
-        return self.request("POST", f"/api/runners/jobs/{int(job_id)}/result",
-                            {"attempt": attempt, "state": state, "result": result}, patience)
+    def result(self, job_id: int, attempt: int, state: str, result: dict, patience=None,
+               claim: bool = False) -> dict:
+        body = {"attempt": attempt, "state": state, "result": result}
+        if claim:
+            body["claim"] = True
+        return self.request("POST", f"/api/runners/jobs/{int(job_id)}/result", body, patience)
 
     def release(self, job_id: int, reason: str, patience=15.0) -> dict:
         return self.request("POST", f"/api/runners/jobs/{int(job_id)}/release",

@@ -59,6 +59,9 @@ def parse_args(argv=None):
     p.add_argument("--cpu-limit", type=int, default=3600, help="CPU seconds per sandboxed process")
     p.add_argument("--memory-limit", type=float, default=8.0, help="address space per process (GiB)")
     p.add_argument("--heartbeat", type=float, default=None, help="seconds between heartbeats (default: the server's)")
+    p.add_argument("--claim-after", type=float, default=0.1,
+                   help="seconds a job runs before it is claimed; a job that ends sooner is "
+                        "claimed with its result (default 0.1)")
     p.add_argument("--log-level", default=os.environ.get("DOJO_RUNNER_LOG", "INFO"))
     return p.parse_args(argv)
 
@@ -119,6 +122,7 @@ class Daemon:
             "state_dir": self.state_dir, "work_dir": self.args.work_dir,
             "network_mode": self.network_mode, "python": sys.executable,
             "parent_pid": os.getpid(), "log_level": self.args.log_level,
+            "claim_after_s": max(0.0, self.args.claim_after),
             "limits": {"max_wall_s": self.args.max_wall, "cpu_s": self.args.cpu_limit,
                        "address_space": int(self.args.memory_limit * gib)},
         }

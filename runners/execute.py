@@ -1,10 +1,13 @@
 """One job on the runner: claim it from the server, benchmark it in the sandbox, report.
 
-``execute(job_id, cfg)`` is what the Celery task calls.  The task message holds
-only the job id: the job itself (canonical IR, steps, sizes, options) comes from
-the server's claim answer, which also tells which attempt this is.  A claim the
-server refuses (unknown job, already done, cancelled, given to another runner)
-is skipped, which makes duplicate deliveries harmless.
+``execute(job_id, cfg, ticket=..., signature=...)`` is what the Celery task calls.
+The task message holds the job id and the job's ticket, signed by the server for
+this runner (``runners.tickets``): the job itself (canonical IR, steps, sizes,
+options) and the attempt to claim.  The job starts at once; the claim goes to the
+server in the background, or with the result of a job that ends within
+``claim_after_s`` (``runners.claim``).  A claim the server refuses (unknown job,
+already done, cancelled, given to another runner, a stale attempt) stops the job
+and nothing is reported, which makes duplicate deliveries harmless.
 
 The benchmark is ``python -m dojo_core bench kernel.dojo --steps job.steps ...``
 in a fresh temporary directory under the sandbox (``runners.sandbox``); its JSON
@@ -22,7 +25,8 @@ import sys
 import tempfile
 import time
 
-from . import sandbox
+from . import sandbox, tickets
+from .claim import LateClaim
 from .client import Client, Refused, Unreachable
 
 log = logging.getLogger("runners.execute")
@@ -197,27 +201,53 @@ def run_spec(spec: dict, cfg: dict, should_cancel=None, on_start=None) -> tuple[
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def execute(job_id: int, cfg: dict, client: Client | None = None, published=None) -> str:
-    """Claim, run and report one job; returns what happened (for logs and tests).
+def _from_ticket(job_id: int, cfg: dict, ticket, signature) -> tuple[dict, int] | None:
+    """(spec, attempt) of a ticket the server signed for this runner and this job, or None."""
+    key = tickets.key_from_secret(cfg["secret"])
+    if not tickets.verify(key, ticket, signature):
+        return None
+    if ticket["job"].get("id") != job_id or ticket.get("runner") != cfg.get("name"):
+        return None
+    return ticket["job"], int(ticket["attempt"])
+
+
+def execute(job_id: int, cfg: dict, client: Client | None = None, published=None,
+            ticket=None, signature=None) -> str:
+    """Run and report one job, claimed on the way; returns what happened (for logs, tests).
+
+    With a ticket (the task message's), the job starts at once and is claimed in the
+    background after ``cfg["claim_after_s"]`` (default 0.1 s) or with its result
+    (``runners.claim``); a ticket that is not the server's signature for this runner and
+    job is refused and nothing runs.  Without one (an older server), the job is claimed
+    over HTTP first and comes from the claim's answer.
 
     The result carries ``timing``: the Unix times (this host's clock) at which the
-    message was ``published`` (the server's clock), ``received`` here, ``claimed`` and
-    the result ``sent``."""
+    message was ``published`` (the server's clock), ``received`` here, ``claimed``
+    (None when the result carries the claim) and the result ``sent``."""
     timing = {"published": published if isinstance(published, (int, float)) else None,
               "received": time.time()}
     client = client or shared_client(cfg)
     state_dir = cfg["state_dir"]
-    try:
-        claim = client.claim(job_id)
-    except Refused as exc:
-        log.info("job %s: not claimed (%s)", job_id, exc)
-        return f"skipped: {exc}"
-    except Unreachable as exc:
-        # the server stays the source of truth: the reaper will requeue the job
-        log.warning("job %s: server unreachable at claim: %s", job_id, exc)
-        return f"unreachable: {exc}"
-    spec, attempt = claim["job"], int(claim["attempt"])
-    timing["claimed"] = time.time()
+    late = None
+    if ticket is not None:
+        taken = _from_ticket(job_id, cfg, ticket, signature)
+        if taken is None:
+            log.warning("job %s: message refused: its ticket is not the server's for this runner", job_id)
+            return "refused: the ticket's signature does not match"
+        spec, attempt = taken
+        late = LateClaim(client, job_id, attempt, float(cfg.get("claim_after_s", 0.1)))
+    else:
+        try:
+            claim = client.claim(job_id)
+        except Refused as exc:
+            log.info("job %s: not claimed (%s)", job_id, exc)
+            return f"skipped: {exc}"
+        except Unreachable as exc:
+            # the server stays the source of truth: the reaper will requeue the job
+            log.warning("job %s: server unreachable at claim: %s", job_id, exc)
+            return f"unreachable: {exc}"
+        spec, attempt = claim["job"], int(claim["attempt"])
+        timing["claimed"] = time.time()
     cancel_file = cancel_path(state_dir, job_id)
     current = {"job": int(job_id), "attempt": attempt, "pgid": None, "worker_pid": os.getpid()}
     _write_json(current_path(state_dir), current)
@@ -225,15 +255,26 @@ def execute(job_id: int, cfg: dict, client: Client | None = None, published=None
     def on_start(pgid):
         _write_json(current_path(state_dir), {**current, "pgid": pgid})
 
+    def should_cancel():
+        return os.path.exists(cancel_file) or (late is not None and late.refused is not None)
+
     try:
-        state, result = run_spec(spec, cfg, should_cancel=lambda: os.path.exists(cancel_file),
-                                 on_start=on_start)
+        if late is not None:
+            late.start()
+        state, result = run_spec(spec, cfg, should_cancel=should_cancel, on_start=on_start)
+        with_claim = late.settle() if late is not None else False
+        if late is not None:
+            if late.refused:
+                log.info("job %s: stopped, %s", job_id, late.refused)
+                return f"skipped: {late.refused}"
+            attempt, timing["claimed"] = late.attempt, late.claimed_at
         if state == "cancelled":
             log.info("job %s: cancelled", job_id)
         timing["sent"] = time.time()
         result = {**result, "timing": timing}
         try:
-            answer = client.result(job_id, attempt, state, result, patience=cfg.get("result_patience", 3600))
+            answer = client.result(job_id, attempt, state, result, claim=with_claim,
+                                   patience=cfg.get("result_patience", 3600))
             log.info("job %s: %s (%s)", job_id, state, answer.get("status", "stored"))
         except Refused as exc:
             log.warning("job %s: result refused: %s", job_id, exc)

@@ -33,8 +33,8 @@ def build(cfg: dict):
     app = make_app(cfg["broker_url"], cfg.get("broker_options"))
 
     @app.task(name=TASK_NAME, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-    def run_job(job_id, published=None, **_later_fields):
-        return execute(int(job_id), cfg, published=published)
+    def run_job(job_id, published=None, ticket=None, signature=None, **_later_fields):
+        return execute(int(job_id), cfg, published=published, ticket=ticket, signature=signature)
 
     return app
 

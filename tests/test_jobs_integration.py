@@ -335,6 +335,22 @@ def test_redis_broker_two_runners_with_labels_and_live_updates(tmp_path):
         a, b = (s.job(i) for i in ids)
         assert a["runner"] == "local" and b["runner"] == other
         assert a["result"]["verified"] and b["result"]["verified"]
+        assert b["result"]["timing"]["claimed"] is not None        # ran long enough: claimed first
+
+        # a job that ends at once is claimed by its result (the claim came in the message)
+        dry = s.job(s.submit(kernel="relu", runner="bee", options={"dry_run": True}))
+        dry = s.wait_job(dry["id"], ("done", "failed", "lost"))
+        assert dry["state"] == "done" and dry["attempts"] == 1, dry
+        assert dry["result"]["timing"]["claimed"] is None and dry["result"]["timing"]["received"]
+
+        # a message someone else put on the runner's queue is refused: nothing runs
+        from runners.celery_app import make_app, send_job
+        forged = {"job": {"id": b["id"], "source": "kernel k(N = 4)", "steps": [], "sizes": {},
+                          "options": {"min_time": 30}}, "attempt": 2, "runner": other}
+        send_job(make_app(REDIS_URL), b["id"], f"runner-{other}", forged, "0" * 64)
+        log = tmp_path / f"runner-{other}.log"
+        s.wait(lambda: "message refused" in log.read_text(errors="replace"), 30, "the refusal")
+        assert s.job(b["id"])["attempts"] == 1 and s.runner(other)["status"] == "idle"
     finally:
         s.stop()
         if drop:

@@ -38,11 +38,12 @@ def reset() -> None:
         _app = None
 
 
-def send(job_id: int, queue: str) -> bool:
-    """Publish one job id to a queue; False (logged) when the broker refused."""
+def send(job_id: int, queue: str, ticket: dict | None = None, signature: str | None = None) -> bool:
+    """Publish one job (its id, and its signed ticket when given) to a queue; False
+    (logged) when the broker refused."""
     from runners.celery_app import send_job
     try:
-        send_job(app(), job_id, queue)
+        send_job(app(), job_id, queue, ticket, signature)
         return True
     except Exception:                                            # noqa: BLE001
         log.warning("could not dispatch job %s to %s; the reaper will retry", job_id, queue,

@@ -130,9 +130,14 @@ def _after_commit(job: Job, send: bool = False) -> None:
     snapshot = job_dict(job)
     queue = job.runner.queue if send and job.runner_id and job.state == Job.QUEUED else None
     job_id, marked = job.id, job.dispatched
+    ticket = signature = None
+    if queue:
+        from runners import tickets
+        ticket = {"job": job_spec(job), "attempt": job.attempts + 1, "runner": job.runner.name}
+        signature = tickets.sign(tickets.dispatch_key(job.runner.secret_hash), ticket)
 
     def fire():
-        if queue and not dispatch.send(job_id, queue):
+        if queue and not dispatch.send(job_id, queue, ticket, signature):
             Job.objects.filter(id=job_id, state=Job.QUEUED, dispatched=marked).update(dispatched=None)
         notify.push(snapshot)
 
@@ -473,7 +478,27 @@ def job_spec(job: Job) -> dict:
             "attempts": job.attempts, "max_attempts": job.max_attempts}
 
 
-def claim(runner: Runner, job_id: int) -> dict:
+def _check_ticket(job: Job, attempt: int) -> None:
+    """The ticket's attempt must be the one the job is at: the next one of a queued job,
+    or the current one of a running job (its message came back after a worker restart)."""
+    expected = job.attempts + 1 if job.state == Job.QUEUED else job.attempts
+    if attempt != expected or attempt > job.max_attempts:
+        raise Refused(409, f"job {job.id} is {job.state} at attempt {job.attempts}; "
+                           f"the ticket for attempt {attempt} is stale")
+
+
+def _positive(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise Refused(400, f"{what} must be a positive integer")
+    return value
+
+
+def claim(runner: Runner, job_id: int, attempt=None) -> dict:
+    """The runner takes the job: queued (or running, redelivered) -> running, attempts + 1.
+    With ``attempt`` (its ticket's, runners.tickets), refused unless the job is at that
+    attempt (``_check_ticket``).  Refused when the job is another runner's or final."""
+    if attempt is not None:
+        attempt = _positive(attempt, "attempt (the ticket's)")
     now = timezone.now()
     with transaction.atomic():
         job = Job.objects.select_for_update().filter(id=job_id).first()
@@ -483,6 +508,8 @@ def claim(runner: Runner, job_id: int) -> dict:
             raise Refused(409, f"job {job_id} is not assigned to runner {runner.name}")
         if job.state not in Job.ACTIVE:
             raise Refused(409, f"job {job_id} is {job.state}")
+        if attempt is not None:
+            _check_ticket(job, attempt)
         if job.state == Job.RUNNING:
             job.log("restarted", runner=runner.name)       # redelivered after a worker restart
         if job.attempts >= job.max_attempts:
@@ -513,8 +540,14 @@ def _clean_result(result) -> dict:
     return out
 
 
-def report(runner: Runner, job_id: int, attempt, state, result) -> dict:
-    """Store a runner's result, once: a repeat of the same attempt's result is a no-op."""
+def report(runner: Runner, job_id: int, attempt, state, result, claim: bool = False) -> dict:
+    """Store a runner's result, once: a repeat of the same attempt's result is a no-op.
+
+    ``claim``: the job ended before its runner claimed it (runners claim a job that runs
+    long enough in the background, ``runners.execute``); the result then carries the
+    claim of its ticket's attempt, made in the same transaction under the same checks."""
+    if not isinstance(claim, bool):
+        raise Refused(400, "claim must be true or false")
     if state not in (Job.DONE, Job.FAILED, Job.CANCELLED):
         raise Refused(400, "state must be 'done', 'failed' or 'cancelled'")
     if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
@@ -533,6 +566,11 @@ def report(runner: Runner, job_id: int, attempt, state, result) -> dict:
             if stored == attempt:
                 return {"status": "duplicate", "job": job_dict(job)}
             raise Refused(409, f"job {job_id} already finished ({job.state}) with attempt {stored}")
+        now = timezone.now()
+        if claim and job.state == Job.QUEUED:
+            _check_ticket(job, attempt)
+            job.attempts, job.state, job.started = attempt, Job.RUNNING, now
+            job.log("running", runner=runner.name, attempt=attempt, claimed="with its result")
         if job.state != Job.RUNNING or attempt != job.attempts:
             raise Refused(409, f"job {job_id} is {job.state} at attempt {job.attempts}; "
                                f"attempt {attempt} is stale")
@@ -541,7 +579,6 @@ def report(runner: Runner, job_id: int, attempt, state, result) -> dict:
         if state == Job.DONE and clean.get("verified") is False:
             state = Job.FAILED
             clean["error"] = clean.get("error") or "outputs differ from the untransformed kernel"
-        now = timezone.now()
         work, med = job.work or {}, clean.get("median_s")
         if isinstance(med, (int, float)) and med > 0:
             if clean.get("gflops") is None and work.get("flops"):

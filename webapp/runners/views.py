@@ -10,8 +10,9 @@ Public (DESIGN.md section 9):
 Runner protocol (Authorization: Bearer <runner secret>, except register):
     POST /api/runners/register        {"token", "name", "labels", "hardware", "sandbox"}
     POST /api/runners/heartbeat       {"current_job": ID or null} -> {"cancel": [ID, ...]}
-    POST /api/runners/jobs/ID/claim   -> {"job": spec, "attempt": N}
-    POST /api/runners/jobs/ID/result  {"attempt", "state", "result"} (idempotent per attempt)
+    POST /api/runners/jobs/ID/claim   {"attempt": N or absent: the ticket's} -> {"job": spec, "attempt": N}
+    POST /api/runners/jobs/ID/result  {"attempt", "state", "result", "claim": false}
+                                      (idempotent per attempt; claim: true claims it too)
     POST /api/runners/jobs/ID/release {"reason"}: hand a running job back
     POST /api/runners/bye             go offline now
 
@@ -153,7 +154,7 @@ def heartbeat(request):
 @api("POST")
 def claim(request, job_id):
     runner = runner_of(request)
-    return JsonResponse(services.claim(runner, job_id))
+    return JsonResponse(services.claim(runner, job_id, body(request).get("attempt")))
 
 
 @api("POST")
@@ -161,7 +162,7 @@ def result(request, job_id):
     runner = runner_of(request)
     data = body(request)
     return JsonResponse(services.report(runner, job_id, data.get("attempt"), data.get("state"),
-                                        data.get("result")))
+                                        data.get("result"), data.get("claim", False)))
 
 
 @api("POST")
