@@ -227,6 +227,9 @@ def test_refusals_are_one_clear_line(tmp_path):
         build_library(tmp_path / "b", "box1", rows)
     with pytest.raises(LibraryError, match=r"^unknown kernel\(s\): nonesuch"):
         build_library(tmp_path / "c", "box1", rows, kernels={"nonesuch"})
+    rows.append(record("softmax", {"N": 16, "M": 40}, [], 1e-3))
+    with pytest.raises(LibraryError, match=r"^--sizes-from: relu \{'Q': 3\}: not a library kernel"):
+        build_library(tmp_path / "d", "box1", rows, sizes_wanted={"relu": [{"Q": 3}]})
 
 
 def cli(*args, env=None):

@@ -143,8 +143,12 @@ def build_library(out, target: str, records, runners=(), sizes_wanted=None, kern
             if full is None:
                 raise LibraryError(f"--sizes-from: {kernel} {sizes}: not a library kernel and its sizes")
             key = (kernel, size_key(full))
-            if key not in functions:
+            if key in functions or any(e["kernel"] == kernel and e["sizes"] == full for e in excluded):
+                continue
+            try:
                 functions[key] = _spec(kernel, full, None, None)
+            except DojoError as exc:
+                raise LibraryError(f"--sizes-from: {kernel} {sizes}: {exc.message}") from None
     if not functions:
         raise LibraryError(f"no entry for target '{target.strip()}' replays with this engine "
                            f"and matches the numpy reference")
