@@ -11,7 +11,8 @@ requests are served at once), so each thread keeps its database connection from
 one request to the next (CONN_MAX_AGE); as under WSGI, a connection that failed
 or outlived CONN_MAX_AGE is closed before and after each request in its thread.
 Otherwise the behaviour is Django's (request signals, streaming responses; an
-async view still works, through async_to_sync).
+async view still works, through async_to_sync), except that no thread is started
+per request.
 """
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +36,13 @@ class SyncChainASGIHandler(ASGIHandler):
 
     def load_middleware(self, is_async=False):
         super().load_middleware(is_async=False)              # the sync chain, as under WSGI
+
+    async def __call__(self, scope, receive, send):
+        # Django wraps this in a ThreadSensitiveContext, which starts a thread per request
+        # for the request signals; they run on asgiref's one shared thread instead.
+        if scope["type"] != "http":
+            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        await self.handle(scope, receive, send)
 
     def _get_response_in_pool(self, request):
         close_old_connections()
