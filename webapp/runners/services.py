@@ -569,7 +569,7 @@ def report(runner: Runner, job_id: int, attempt, state, result, claim: bool = Fa
         now = timezone.now()
         if claim and job.state == Job.QUEUED:
             _check_ticket(job, attempt)
-            job.attempts, job.state, job.started = attempt, Job.RUNNING, now
+            job.attempts, job.state, job.started, job.heartbeat = attempt, Job.RUNNING, now, now
             job.log("running", runner=runner.name, attempt=attempt, claimed="with its result")
         if job.state != Job.RUNNING or attempt != job.attempts:
             raise Refused(409, f"job {job_id} is {job.state} at attempt {job.attempts}; "
