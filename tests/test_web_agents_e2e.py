@@ -2,21 +2,24 @@
 (daphne + the local runner + the agents worker it starts) over the embedded safefs broker
 and SQLite, real gcc compiles of every measured state.
 
-One server for the module: a random-agent run from the API (steps appear in the history,
+One embedded server for the module: a random-agent run from the API (steps appear in the history,
 each with its finished job; the budget is respected exactly), a run stopped mid-way
 (no job after the stop, state ``stopped``), the API's refusals, the dataset export
 (HTTP and ``manage.py export_dataset``, format perfdojo-transitions) over what the runs measured.
+And a greedy run over Redis (broker and channel layer) on a runner chosen by label.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
 
-from test_jobs_integration import ROOT, Server
+from test_jobs_integration import REDIS_URL, ROOT, Server, _redis_reachable
 
 SIZES = {"N": 8, "M": 8, "K": 8}
 FAST = {"min_time": 0.01, "threads": 1, "timeout_s": 60}
@@ -166,3 +169,54 @@ def test_dataset_export_has_every_measured_step(server):
     exported = [json.loads(line) for line in out.read_text().splitlines()]
     assert f"{len(exported)} records written to {out}" in proc.stderr
     assert exported == lines                       # nothing ran in between: the same records
+
+
+@pytest.mark.skipif(not _redis_reachable(), reason=f"Redis is not reachable at {REDIS_URL}")
+def test_run_over_redis_reaches_the_session_group(tmp_path):
+    """REDIS_URL: Redis is the broker (the agents queue, here a queue of its own) and the
+    channel layer; the run's agent.update messages reach the session's group in Redis."""
+    import redis
+    from channels_redis.core import RedisChannelLayer
+    prefix = "pdagents" + uuid.uuid4().hex[:8]
+    s = Server(tmp_path, local_runner=False, env={"REDIS_URL": REDIS_URL, "DOJO_CHANNEL_PREFIX": prefix,
+                                                  "DOJO_AGENTS_QUEUE": f"agents-{prefix}"})
+    try:
+        name = "ra-" + prefix[-6:]
+        s.start_runner(name, "agentbox", s.token())
+        s.wait_online(name)
+        sid, token = new_session(s)
+
+        async def scenario():
+            layer = RedisChannelLayer(hosts=[REDIS_URL], prefix=prefix)
+            channel = await layer.new_channel()
+            await layer.group_add(f"session-{sid}", channel)
+            status, body = await asyncio.to_thread(call, s, "POST", f"/api/sessions/{sid}/agents", {
+                "agent": "greedy", "budget": 3, "runner": "agentbox", "options": FAST}, token)
+            assert status == 202, body
+            updates, deadline = 0, time.monotonic() + 150
+            while True:
+                left = deadline - time.monotonic()
+                assert left > 0, s.logs()
+                try:                    # short waits: a long blocking read times out in redis-py
+                    msg = await asyncio.wait_for(layer.receive(channel), timeout=min(left, 3))
+                except (asyncio.TimeoutError, redis.exceptions.TimeoutError):
+                    _, run = await asyncio.to_thread(call, s, "GET", f"/api/agents/{body['run']}")
+                    if run["final"]:
+                        break
+                    continue
+                if msg["type"] == "agent.update" and msg["run"] == body["run"]:
+                    updates += 1
+                    _, run = await asyncio.to_thread(call, s, "GET", f"/api/agents/{body['run']}")
+                    if run["final"]:
+                        break
+            await layer.flush()
+            return run, updates
+
+        run, updates = asyncio.run(scenario())
+        assert run["state"] == "done" and run["measured"] == 3, run
+        assert updates >= 3
+        _, history = call(s, "GET", f"/api/sessions/{sid}")
+        jobs = [j for st in history["steps"] for j in st["results"]]
+        assert len(jobs) == 3 and {j["runner"] for j in jobs} == {name}
+    finally:
+        s.stop()
