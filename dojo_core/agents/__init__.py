@@ -14,6 +14,7 @@ AGENTS = {
     "greedy": "dojo_core.agents.greedy:GreedyAgent",
     "beam": "dojo_core.agents.beam:BeamAgent",
     "mcts": "dojo_core.agents.mcts:MCTSAgent",
+    "q": "dojo_core.agents.qagent:QAgent",
     "llm": "dojo_core.agents.llm_client:LLMAgent",   # needs DOJO_LLM_ENDPOINT (or endpoint=)
 }
 

@@ -37,8 +37,8 @@ import numpy as np
 
 BUCKETS = 4096
 PROJECTION_SEED = 20260407
-_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|//|max=|min=|"
-                    r"[-+*/]=|[<>=!]=|\.\.|\S")
+_TOKEN = re.compile(r"(?:max|min)=|[A-Za-z_][A-Za-z0-9_.]*|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|"
+                    r"//|[-+*/]=|[<>=!]=|\.\.|\S")
 KEYWORDS = frozenset({
     "kernel", "in", "out", "inout", "temp", "for", "local", "parallel", "vector", "unroll",
     "register", "stack", "shared", "min", "max", "exp", "log", "sqrt", "rsqrt", "tanh", "erf",
@@ -177,7 +177,7 @@ class EndpointEmbedding:
         keys = [(self.model, hashlib.sha256(t.encode()).hexdigest()) for t in texts]
         with self._lock:
             first = {k: i for i, k in reversed(list(enumerate(keys)))}
-            missing = [i for k, i in first.items() if k not in self._cache]
+            missing = sorted(i for k, i in first.items() if k not in self._cache)
             for start in range(0, len(missing), self.batch):
                 chunk = missing[start:start + self.batch]
                 for i, vector in zip(chunk, self._post([texts[i] for i in chunk])):

@@ -36,7 +36,8 @@ from ..transforms import actions
 from .base import Agent, SearchResult
 from .embedding import HashedEmbedding
 from .features import ACTION_DIM, FEATURE_DIM, action_matrix, analyze, state_features
-from .qnetwork import QNetwork, ReplayBuffer, Transition, max_reward_target
+from .qnetwork import (QNetwork, ReplayBuffer, Transition, max_reward_target,
+                       single_threaded_blas)
 
 FAIL_REWARD = -1.0
 SPLIT_FACTORS = (4, 8, 16, 32, 64, 128, 256)
@@ -55,7 +56,7 @@ def _by_kind_choice(texts: list, rng: np.random.Generator) -> int:
 class QAgent(Agent):
     name = "q"
 
-    def __init__(self, gamma: float = 0.9, hidden=(64, 64), lr: float = 1e-3,
+    def __init__(self, gamma: float = 0.8, hidden=(64, 64), lr: float = 1e-3,
                  epsilon: float = 0.1, max_depth: int = 6, batch: int = 32,
                  target_every: int = 25, buffer: int = 4000, frontier: int = 3,
                  online_updates: int = 2, embedder=None, seed: int = 0):
@@ -108,10 +109,24 @@ class QAgent(Agent):
 
     # ------------------------------------------------------------------ learning
 
-    def td_targets(self, batch: list, target: QNetwork) -> np.ndarray:
-        return np.array([max_reward_target(t.reward, None if t.next_x is None
-                                           else target.predict(t.next_x), self.gamma)
-                         for t in batch])
+    def td_targets(self, batch: list, target: QNetwork, online: Optional[QNetwork] = None):
+        """max(r, gamma * Q_target(s', a*)) per transition; a* maximizes the online network
+        when given (double Q: less overestimation from noisy maxima), else the target."""
+        live = [t.next_x for t in batch if t.next_x is not None and len(t.next_x)]
+        if live:                         # one forward pass per network for the whole batch
+            stacked = np.vstack(live)
+            target_q = target.predict(stacked)
+            online_q = online.predict(stacked) if online is not None else target_q
+        out, start = [], 0
+        for t in batch:
+            next_q = None
+            if t.next_x is not None and len(t.next_x):
+                end = start + len(t.next_x)
+                q, pick = target_q[start:end], online_q[start:end]
+                next_q = q[[int(np.argmax(pick))]]
+                start = end
+            out.append(max_reward_target(t.reward, next_q, self.gamma))
+        return np.array(out)
 
     def update(self, rng: np.random.Generator, net=None, target=None, buffer=None) -> float:
         """One minibatch step on the TD loss; copies the target network every
@@ -122,7 +137,7 @@ class QAgent(Agent):
         if not batch:
             return math.nan
         x = np.stack([t.x for t in batch])
-        loss = net.fit_batch(x, self.td_targets(batch, target), self.lr)
+        loss = net.fit_batch(x, self.td_targets(batch, target, net), self.lr)
         if net is self.net:
             self.updates += 1
             if self.updates % self.target_every == 0:
@@ -134,14 +149,36 @@ class QAgent(Agent):
         if not transitions:
             return math.nan
         x = np.stack([t.x for t in transitions])
-        err = self.net.predict(x) - self.td_targets(transitions, self.target)
+        err = self.net.predict(x) - self.td_targets(transitions, self.target, self.net)
         return float(np.mean(err ** 2))
 
-    def train(self, kernels, evaluator_factory: Callable, episodes: int, *, seed: int = 0,
-              updates_per_step: int = 2, epsilon_start: float = 1.0,
-              epsilon_end: Optional[float] = None, log: Optional[Callable] = None) -> dict:
-        """Train on the kernels (module docstring); returns {"episodes", "measurements",
-        "updates", "losses": [mean TD loss per episode], "best": {kernel: log speedup}}."""
+    def _pick_rows(self, texts, x, eps, rng, count) -> list:
+        """``count`` distinct candidate rows: the first by Q (random with probability eps),
+        the others drawn at random by kind."""
+        rows = [_by_kind_choice(texts, rng) if rng.random() < eps
+                else int(np.argmax(self.net.predict(x)))]
+        for _ in range(8 * count):
+            if len(rows) >= min(count, len(texts)):
+                break
+            row = _by_kind_choice(texts, rng)
+            if row not in rows:
+                rows.append(row)
+        return rows
+
+    def train(self, kernels, evaluator_factory: Callable, episodes: int, **options) -> dict:
+        """Train on the kernels; see ``_train`` (run with single-threaded BLAS)."""
+        with single_threaded_blas():
+            return self._train(kernels, evaluator_factory, episodes, **options)
+
+    def _train(self, kernels, evaluator_factory: Callable, episodes: int, *, seed: int = 0,
+               children: int = 3, updates_per_step: int = 2, epsilon_start: float = 1.0,
+               epsilon_end: Optional[float] = None, log: Optional[Callable] = None) -> dict:
+        """Train on the kernels (module docstring): at each state of an episode, ``children``
+        candidates are measured (one chosen epsilon-greedily, the others at random: contrast
+        between siblings is what ranks actions), all become transitions, and the episode
+        goes on from the best of them (a random one with probability epsilon).  Returns
+        {"episodes", "measurements", "updates", "losses": [mean TD loss per episode],
+        "best": {kernel: best log speedup seen}}."""
         from ..kernels import load_kernel
         from .states import StateCache
         rng = np.random.default_rng(seed)
@@ -157,46 +194,51 @@ class QAgent(Agent):
         stats = {"episodes": 0, "measurements": 0, "updates": 0, "losses": [], "best": {}}
         for episode in range(episodes):
             k = episode % len(roots)
-            root, ev = roots[k], evaluators[k]
+            root, ev, name = roots[k], evaluators[k], getattr(roots[k], "name", str(k))
             if base[k] is None:
                 m = ev.evaluate(root, ())
                 stats["measurements"] += 1
                 base[k] = m.median_s if m.ok else None
-                if base[k] is None:
-                    continue
+            if base[k] is None:
+                continue
             eps = epsilon_start + (eps_end - epsilon_start) * episode / max(1, episodes - 1)
-            steps, program = (), root
-            texts = self.candidates(program, gpu[k])
-            x = self.encode(root_feats[k], program, texts)
+            steps = ()
+            texts = self.candidates(root, gpu[k])
+            x = self.encode(root_feats[k], root, texts) if texts else None
             losses = []
             for _ in range(self.max_depth):
-                if not texts:
+                if x is None:
                     break
-                row = (_by_kind_choice(texts, rng) if rng.random() < eps
-                       else int(np.argmax(self.net.predict(x))))
-                steps = steps + (texts[row],)
-                m = ev.evaluate(root, steps)
-                stats["measurements"] += 1
-                ok = m.ok and m.median_s > 0
-                reward = math.log(base[k] / m.median_s) if ok else FAIL_REWARD
-                name = getattr(root, "name", str(k))
-                stats["best"][name] = max(stats["best"].get(name, 0.0), reward)
-                next_texts, next_x = [], None
-                if ok:
-                    program = states.program(root, steps)
-                    next_texts = self.candidates(program, gpu[k])
-                    next_x = self.encode(root_feats[k], program, next_texts) if next_texts else None
-                self.buffer.add(Transition(x[row], reward, next_x))
-                for _ in range(updates_per_step):
+                rows = self._pick_rows(texts, x, eps, rng, children)
+                answers = ev.evaluate_many([(root, steps + (texts[r],)) for r in rows])
+                stats["measurements"] += len(rows)
+                reached = []
+                for row, m in zip(rows, answers):
+                    child = steps + (texts[row],)
+                    ok = m.ok and m.median_s > 0
+                    reward = math.log(base[k] / m.median_s) if ok else FAIL_REWARD
+                    stats["best"][name] = max(stats["best"].get(name, 0.0), reward)
+                    next_texts, next_x = [], None
+                    if ok:
+                        program = states.program(root, child)
+                        next_texts = self.candidates(program, gpu[k])
+                        if next_texts:
+                            next_x = self.encode(root_feats[k], program, next_texts)
+                    self.buffer.add(Transition(x[row], reward, next_x))
+                    if next_x is not None:
+                        reached.append((reward, child, next_texts, next_x))
+                for _ in range(updates_per_step * len(rows)):
                     losses.append(self.update(rng))
-                if not ok or next_x is None:
+                if not reached:
                     break
-                texts, x = next_texts, next_x
+                pick = (reached[rng.integers(len(reached))] if rng.random() < eps
+                        else max(reached, key=lambda r: r[0]))
+                _, steps, texts, x = pick
             stats["episodes"] += 1
             stats["losses"].append(float(np.nanmean(losses)) if losses else math.nan)
             if log is not None:
-                log(f"episode {episode} {getattr(root, 'name', k)} eps {eps:.2f} "
-                    f"steps {len(steps)} loss {stats['losses'][-1]:.4f}")
+                log(f"episode {episode} {name} eps {eps:.2f} depth {len(steps)} "
+                    f"loss {stats['losses'][-1]:.4f} best {stats['best'].get(name, 0):.2f}")
         stats["updates"] = self.updates
         self.losses.extend(stats["losses"])
         return stats
@@ -205,6 +247,10 @@ class QAgent(Agent):
 
     def search(self, root, evaluator, budget: int, *, seed: int = 0, on_event=None,
                should_stop=None) -> SearchResult:
+        with single_threaded_blas():
+            return self._search(root, evaluator, budget, seed, on_event, should_stop)
+
+    def _search(self, root, evaluator, budget, seed, on_event, should_stop) -> SearchResult:
         from .search import Session
         rng = np.random.default_rng(seed)
         session = Session(self.name, root, evaluator, budget, on_event, should_stop)
@@ -271,7 +317,7 @@ class QAgent(Agent):
             for _ in range(self.online_updates):
                 batch = local.sample(self.batch, rng)
                 x = np.stack([t.x for t in batch])
-                net.fit_batch(x, self.td_targets(batch, target), self.lr)
+                net.fit_batch(x, self.td_targets(batch, target, net), self.lr)
                 updates += 1
                 if updates % self.target_every == 0:
                     target.copy_from(net)

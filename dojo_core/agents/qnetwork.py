@@ -10,15 +10,29 @@ step on the Huber loss and returns the loss before the step; ``copy_from`` copie
 ``max_reward_target(reward, next_q, gamma)``: the max-reward Q-learning target of PerfLLM,
 ``max(r, gamma * max(next_q))``, or ``r`` when there is no next action (terminal).
 
+``single_threaded_blas()``: the context the agent trains and searches in (see there).
+
 ``ReplayBuffer(capacity)``: the last ``capacity`` transitions; ``sample(n, rng)`` draws
 without replacement (all of them when fewer).
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+
+
+def single_threaded_blas():
+    """A context in which numpy's BLAS uses one thread (threadpoolctl, when installed):
+    these matrices are small, and on a loaded machine BLAS threads spinning against each
+    other make a forward pass ten times slower.  A no-op without threadpoolctl."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def max_reward_target(reward: float, next_q: Optional[np.ndarray], gamma: float) -> float:
@@ -94,9 +108,17 @@ class QNetwork:
         return h[:, 0], activations
 
     def predict(self, x: np.ndarray) -> np.ndarray:
+        """Q of every row (float32 arithmetic: the hot path of targets and search)."""
         if len(x) == 0:
             return np.zeros(0)
-        return self._forward(x)[0]
+        h = ((np.asarray(x, dtype=np.float32) - self.mean.astype(np.float32))
+             / self.std.astype(np.float32))
+        layers = len(self.params) // 2
+        for i in range(layers):
+            h = h @ self.params[2 * i].astype(np.float32) + self.params[2 * i + 1].astype(np.float32)
+            if i < layers - 1:
+                np.maximum(h, 0.0, out=h)
+        return h[:, 0].astype(np.float64)
 
     def fit_batch(self, x: np.ndarray, targets: np.ndarray, lr: float = 1e-3,
                   delta: float = 1.0) -> float:
