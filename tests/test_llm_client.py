@@ -4,7 +4,8 @@ No LLM exists here, so the chat endpoint is FAKE: a threading http.server in thi
 that speaks the OpenAI /chat/completions protocol and replays scripted answers (it
 records every request so the tests can read what the model was told).  Everything else
 is real: answer parsing, the retry of illegal answers, the walk, the local evaluator
-(gcc), and, for the command line, a real PerfDojo server process with its local runner.
+(gcc), and, for the command line and the "llm" web agent run, a real PerfDojo server
+process with its local runner and agents worker.
 """
 from __future__ import annotations
 
@@ -150,10 +151,23 @@ def test_llm_agent_searches_with_a_real_local_evaluator(fake, tmp_path, monkeypa
     assert history["steps"][1]["text"] == "split j by 4"
 
 
-def test_command_line_drives_a_real_server_through_the_api(fake, tmp_path):
+def http(method, url, data, token):
+    import urllib.error
+    import urllib.request
+    req = urllib.request.Request(url, data=json.dumps(data).encode(), method=method, headers={
+        "Content-Type": "application/json", "Authorization": f"Token {token}"})
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_command_line_and_web_run_drive_a_real_server(fake, tmp_path):
     from test_jobs_integration import ROOT, Server
     ep = fake(["I'd like to tile it all.", "ACTION: split i by 4", '{"action": "split j by 2"}'])
-    server = Server(tmp_path)
+    web = fake(["ACTION: split k by 2", "ACTION: STOP"])           # for the "llm" agent of the web
+    server = Server(tmp_path, env={"DOJO_LLM_ENDPOINT": web.url, "DOJO_LLM_MODEL": "web-model"})
     try:
         server.wait_online("local")
         proc = subprocess.run(
@@ -176,6 +190,20 @@ def test_command_line_drives_a_real_server_through_the_api(fake, tmp_path):
         assert "kernel matmul(N = 8" in ep.requests[0]["body"]["messages"][1]["content"]
         status, _ = server.post(f"/api/sessions/{summary['session']}/steps", {"action": "split k by 2"})
         assert status == 403                     # an ordinary session: only its owner token extends it
+
+        # the same agent started as a web agent run (the agents worker reads DOJO_LLM_ENDPOINT)
+        status, created = server.post("/api/sessions", {"kernel": "matmul", "sizes": {"N": 8, "M": 8, "K": 8}})
+        sid = created["id"]
+        status, body = http("POST", f"{server.url}/api/sessions/{sid}/agents",
+                            {"agent": "llm", "budget": 5, "options": {"min_time": 0.01}},
+                            token=created["owner_token"])
+        assert status == 202, body
+        server.wait(lambda: server.get(f"/api/agents/{body['run']}")[1]["final"], 120, "the llm run")
+        run = server.get(f"/api/agents/{body['run']}")[1]
+        assert run["state"] == "done" and run["measured"] == 2, run      # the model said STOP
+        texts = [st["text"] for st in server.get(f"/api/sessions/{sid}")[1]["steps"]]
+        assert texts == ["", "split k by 2"]
+        assert [r["body"]["model"] for r in web.requests] == ["web-model"] * 2
     finally:
         server.stop()
 
