@@ -78,7 +78,7 @@ def main(argv=None) -> int:
         print(f"loaded {args.weights}")
     else:
         roots = [shrunk(k, args.work) for k in train]
-        agent = QAgent(max_depth=args.max_depth, seed=0)
+        agent = QAgent(max_depth=args.max_depth, seed=0, weights=None)
         stats = agent.train(roots, lambda root: evaluator, args.episodes, seed=0,
                             log=print if args.verbose else None)
         losses = stats["losses"]

@@ -75,7 +75,7 @@ def test_replay_buffer_ring_and_sampling():
 
 
 def test_target_network_is_copied_every_target_every_updates():
-    agent = QAgent(target_every=3, batch=4, lr=1e-2)
+    agent = QAgent(target_every=3, batch=4, lr=1e-2, weights=None)
     rng = np.random.default_rng(0)
     agent.net, agent.target = QNetwork(5, (8,), 0), QNetwork(5, (8,), 0)
     agent.normalized = True
@@ -92,7 +92,7 @@ def test_target_network_is_copied_every_target_every_updates():
 
 def test_short_training_reduces_the_td_loss(model_evaluator):
     root, evaluator = model_evaluator
-    agent = QAgent(max_depth=3, target_every=10_000, seed=0)
+    agent = QAgent(max_depth=3, target_every=10_000, seed=0, weights=None)
     stats = agent.train([root], lambda r: evaluator, episodes=6, seed=0, children=2,
                         updates_per_step=1)
     assert stats["episodes"] == 6 and stats["measurements"] >= 6 * 2
@@ -144,7 +144,7 @@ def test_search_on_the_real_evaluator_keeps_the_budget():
 
 def test_save_load_round_trip_and_mismatch(tmp_path, model_evaluator):
     root, evaluator = model_evaluator
-    agent = QAgent(max_depth=2, seed=4)
+    agent = QAgent(max_depth=2, seed=4, weights=None)
     agent.train([root], lambda r: evaluator, episodes=2, seed=0, children=2)
     path = tmp_path / "q.npz"
     agent.save(path)
@@ -157,7 +157,10 @@ def test_save_load_round_trip_and_mismatch(tmp_path, model_evaluator):
     with pytest.raises(ValueError, match="embedder"):
         QAgent.load(path, embedder=HashedEmbedding(dim=16))
     with pytest.raises(ValueError, match="train it first"):
-        QAgent().save(tmp_path / "empty.npz")
+        QAgent(weights=None).save(tmp_path / "empty.npz")
+    assert np.allclose(QAgent(weights=path).net.predict(x), loaded.net.predict(x))
+    with pytest.raises(ValueError, match="not Q-agent weights"):
+        QAgent(weights=tmp_path / "missing.npz")
 
 
 def test_registered_as_q():
@@ -173,3 +176,16 @@ def test_candidates_drop_bind_odd_splits_and_long_unrolls():
     small = apply_step(root, "split j by 8")
     assert "unroll j1" in QAgent().candidates(small)
     assert any(t.startswith("bind") for t in QAgent().candidates(root, gpu=True))
+
+
+def test_the_registry_agent_starts_from_the_shipped_weights():
+    from dojo_core.agents.qagent import DEFAULT_WEIGHTS
+    agent = make_agent("q")
+    assert DEFAULT_WEIGHTS.is_file() and agent.net is not None and agent.normalized
+    root = load_kernel("softmax", {"N": 64, "M": 128})
+    texts = agent.candidates(root)
+    q = agent.net.predict(agent.encode(state_features(root), root, texts))
+    best = texts[int(np.argmax(q))]
+    # trained without softmax, it still rates a vector loop over every split of the root
+    assert best.startswith("vectorize"), best
+    assert QAgent(weights=None).net is None

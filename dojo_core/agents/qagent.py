@@ -8,26 +8,33 @@ over the root reachable through ``a``, learned with the max-reward target ``Q(s,
 max(r(s, a), gamma * max_a' Q_target(s', a'))`` where ``r`` is the log speedup of the state
 reached (``FAIL_REWARD`` when it does not compile, crashes or computes wrong outputs, which
 ends the episode), from a replay buffer, with a target network copied every
-``target_every`` updates and epsilon-greedy exploration (linearly decayed in training).
+``target_every`` updates (``a'`` picked by the online network, valued by the target one:
+double Q, against the overestimation a max over noisy values brings) and epsilon-greedy
+exploration (linearly decayed in training).
 
 Candidates are the legal actions minus ``bind`` on CPU evaluators (``evaluator.gpu``
 false), split factors outside 4..256 powers of two, and ``unroll`` of loops longer than
 ``MAX_UNROLL`` (their compile time dwarfs any gain).
 
 ``train(kernels, evaluator_factory, episodes)``: episodes round-robin over the kernels
-(programs or library names), each from the root for up to ``max_depth`` measured steps;
+(programs or library names), each from the root for up to ``max_depth`` steps, measuring
+``children`` siblings per state (``_train``);
 ``evaluator_factory(root)`` gives the evaluator of a kernel (called once per kernel: a real
 one for rewards, or a ``CostModelEvaluator`` for cheap rollouts).  ``search(...)`` keeps the
 ``Agent`` contract (``search.Session``: budget with the baseline counted, no state measured
 twice, events, stop): best-first over Q, the next measurement is the untried (state, action)
 of highest Q among the ``frontier`` best measured states (epsilon: a random one), and the
 network (a copy: the agent itself is unchanged) keeps learning from the search's own
-measurements.  ``save(path)``/``load(path)``: ``.npz`` weights plus their configuration.
+measurements.  ``save(path)``/``load(path)``: ``.npz`` weights plus their configuration;
+``QAgent(weights=...)``: ``"default"`` (the shipped ``data/qagent.npz``, trained by
+``bench/qagent_transfer.py`` on the library without softmax, when present and fitting the
+embedder), a path, or None (untrained: it then learns from the search alone).
 """
 from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
@@ -40,6 +47,9 @@ from .qnetwork import (QNetwork, ReplayBuffer, Transition, max_reward_target,
                        single_threaded_blas)
 
 FAIL_REWARD = -1.0
+# trained by: python bench/qagent_transfer.py --holdout softmax --episodes 32 --max-depth 4
+#                 --weights dojo_core/agents/data/qagent.npz
+DEFAULT_WEIGHTS = Path(__file__).resolve().parent / "data" / "qagent.npz"
 SPLIT_FACTORS = (4, 8, 16, 32, 64, 128, 256)
 MAX_UNROLL = 32
 
@@ -59,7 +69,8 @@ class QAgent(Agent):
     def __init__(self, gamma: float = 0.8, hidden=(64, 64), lr: float = 1e-3,
                  epsilon: float = 0.1, max_depth: int = 6, batch: int = 32,
                  target_every: int = 25, buffer: int = 4000, frontier: int = 3,
-                 online_updates: int = 2, embedder=None, seed: int = 0):
+                 online_updates: int = 2, embedder=None, seed: int = 0,
+                 weights="default"):
         self.gamma, self.hidden, self.lr, self.epsilon = gamma, tuple(hidden), lr, epsilon
         self.max_depth, self.batch, self.target_every = max_depth, batch, target_every
         self.frontier, self.online_updates = frontier, online_updates
@@ -71,6 +82,14 @@ class QAgent(Agent):
         self.updates = 0
         self.normalized = False
         self.losses: list = []
+        if weights == "default":
+            if DEFAULT_WEIGHTS.is_file():
+                try:
+                    self.load_weights(DEFAULT_WEIGHTS)
+                except ValueError:
+                    pass                     # another embedder: starts untrained
+        elif weights is not None:
+            self.load_weights(weights)
 
     # ------------------------------------------------------------------ encoding
 
@@ -350,15 +369,29 @@ class QAgent(Agent):
             arrays = {k[4:]: data[k] for k in data.files if k.startswith("net_")}
         agent = cls(**{k: config[k] for k in ("gamma", "hidden", "lr", "epsilon", "max_depth",
                                                "batch", "target_every", "frontier",
-                                               "online_updates", "seed")}, embedder=embedder)
+                                               "online_updates", "seed")}, embedder=embedder,
+                    weights=None)
+        agent._install(path, config, arrays)
+        return agent
+
+    def load_weights(self, path) -> None:
+        """Take the network of a saved agent (its other settings stay this agent's)."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                config = json.loads(str(data["config"]))
+                arrays = {k[4:]: data[k] for k in data.files if k.startswith("net_")}
+        except (OSError, KeyError, ValueError) as exc:
+            raise ValueError(f"{path}: not Q-agent weights ({type(exc).__name__}: {exc})") from None
+        self._install(path, config, arrays)
+
+    def _install(self, path, config: dict, arrays: dict) -> None:
         if (config["feature_dim"], config["action_dim"]) != (FEATURE_DIM, ACTION_DIM) or \
-                config["embedder"] != agent.embedder.name:
+                config["embedder"] != self.embedder.name:
             raise ValueError(f"{path}: weights for features {config['feature_dim']}/"
                              f"{config['action_dim']} and embedder {config['embedder']}, "
-                             f"not {FEATURE_DIM}/{ACTION_DIM} and {agent.embedder.name}")
-        agent.net = QNetwork(1)
-        agent.net.load_state(arrays)
-        agent.target = QNetwork(1)
-        agent.target.copy_from(agent.net)
-        agent.normalized = True
-        return agent
+                             f"not {FEATURE_DIM}/{ACTION_DIM} and {self.embedder.name}")
+        self.net = QNetwork(1)
+        self.net.load_state(arrays)
+        self.target = QNetwork(1)
+        self.target.copy_from(self.net)
+        self.normalized = True
