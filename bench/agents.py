@@ -1,0 +1,180 @@
+"""Search agents against the expert schedules, numpy and TVM MetaSchedule (a benchmark, not a
+test; issue 7).
+
+    python bench/agents.py [--kernels matmul,softmax,layernorm,conv2d,attention]
+                           [--agents random,greedy,beam,mcts[,q]] [--budgets 100,300]
+                           [--threads 1] [--min-time 0.05] [--seed 0] [--out agents.json]
+                           [--tvm-trials N | --no-tvm]
+
+For each kernel at its default sizes: the untransformed kernel, its ``.steps`` schedule and
+every agent's best state are measured with the same ``LocalEvaluator`` (compiled C,
+verified against the untransformed kernel, timed in the measuring child; ``--threads``
+OpenMP threads, default 1 because these machines are shared and small).  Each agent runs
+ONCE at the largest budget; the figure at a smaller budget is ``SearchResult.best_within``
+of that run (the best among its first N measurements).  Agents share one measurement cache
+per benchmark run (a state measured by one agent is a cache hit for the next: it costs the
+next agent budget, not time), so wall times after the first agent are lower bounds.
+
+Columns: speedup over the untransformed kernel, ratio to the ``.steps`` schedule
+(steps time / agent time: >= 1 means the agent found something as fast), ratio to numpy
+(numpy time / agent time; numpy timed in a child process with ``OPENBLAS_CORETYPE`` and
+``OPENBLAS_L2_SIZE`` removed and its thread count set, as bench/libraries.py does), wall
+time of the search.  The final agent times are re-measured once more (``--confirm``, default
+on) so that a lucky noisy sample does not decide the table.  The TVM MetaSchedule peer
+(bench/agents_tvm.py, matmul only, at the largest budget as its trial count unless
+``--tvm-trials``) runs in a child process and is skipped when ``apache-tvm`` is absent.
+Writes everything as JSON to ``--out``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from dojo_core.agents import AGENTS, make_agent                  # noqa: E402
+from dojo_core.agents.evaluators import LocalEvaluator           # noqa: E402
+from dojo_core.kernels import load_kernel, steps_path            # noqa: E402
+from dojo_core.records import RecordStore                        # noqa: E402
+from dojo_core.steps import read_steps                           # noqa: E402
+
+
+def numpy_time(name: str, threads: int, min_time: float):
+    """numpy's time for a library kernel (bench/libraries.py's numpy versions), in a child."""
+    code = (
+        "import json, sys; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
+        "import numpy as np\n"
+        "from libraries import _numpy_fn, _time_fn\n"
+        "from dojo_core.kernels import load_kernel, random_inputs\n"
+        "p = load_kernel(%r)\n"
+        "fn, _ = _numpy_fn(np, %r, random_inputs(p, 0), p.size_values)\n"
+        "print(json.dumps(_time_fn(fn, %r)))\n"
+    ) % (str(ROOT / "bench"), str(ROOT), name, name, max(min_time, 0.2))
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = str(threads)
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env, timeout=300)
+        return json.loads(out.stdout.strip().splitlines()[-1])["median_s"]
+    except (subprocess.SubprocessError, ValueError, IndexError, KeyError):
+        return None
+
+
+def tvm_peer(trials: int, threads: int, size: int = 512):
+    try:
+        import importlib.util
+        if importlib.util.find_spec("tvm") is None:
+            return {"skipped": "apache-tvm is not installed"}
+    except (ImportError, ValueError):
+        return {"skipped": "apache-tvm is not installed"}
+    cmd = [sys.executable, str(ROOT / "bench" / "agents_tvm.py"), "--trials", str(trials),
+           "--threads", str(threads), "--size", str(size)]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    except (subprocess.SubprocessError, ValueError, IndexError) as exc:
+        return {"skipped": f"TVM run failed: {type(exc).__name__}"}
+
+
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+def fmt(v, spec="6.2f"):
+    return format(v, spec) if isinstance(v, (int, float)) and v is not None else "   -  "
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kernels", default="matmul,softmax,layernorm,conv2d,attention")
+    ap.add_argument("--agents", default=",".join(a for a in ("random", "greedy", "beam", "mcts", "q")
+                                                 if a in AGENTS))
+    ap.add_argument("--budgets", default="100,300")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--min-time", type=float, default=0.05)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="agents.json")
+    ap.add_argument("--tvm-trials", type=int, default=None)
+    ap.add_argument("--no-tvm", action="store_true")
+    ap.add_argument("--confirm-time", type=float, default=0.3,
+                    help="min time of the final timings (untransformed, .steps, each best)")
+    args = ap.parse_args(argv)
+    budgets = sorted(int(b) for b in args.budgets.split(","))
+    agents = [a for a in args.agents.split(",") if a]
+    unknown = [a for a in agents if a not in AGENTS]
+    if unknown:
+        print(f"unknown agents: {unknown} (known: {sorted(AGENTS)})", file=sys.stderr)
+        return 2
+    store = RecordStore(Path(tempfile.mkdtemp(prefix="bench-agents-")) / "measurements.jsonl")
+    evaluator = LocalEvaluator(min_time=args.min_time, threads=args.threads, store=store)
+    # the figures: every reported state timed again, longer, by a second evaluator
+    confirm = LocalEvaluator(min_time=args.confirm_time, threads=args.threads, store=None)
+    print(f"# bench/agents.py  threads={args.threads} min_time={args.min_time} budgets={budgets}"
+          f"  load={os.getloadavg()[0]:.2f}", flush=True)
+    report = {"threads": args.threads, "min_time": args.min_time, "budgets": budgets,
+              "kernels": {}, "command": " ".join(sys.argv)}
+    for name in [k for k in args.kernels.split(",") if k]:
+        root = load_kernel(name)
+        base = confirm.evaluate(root, ())
+        expert_steps = tuple(t for _, t in read_steps(steps_path(name))) if steps_path(name) else ()
+        expert = confirm.evaluate(root, expert_steps) if expert_steps else None
+        np_s = numpy_time(name, args.threads, args.min_time)
+        entry = {"baseline_s": base.median_s, "steps_s": expert.median_s if expert else None,
+                 "numpy_s": np_s, "agents": {}}
+        print(f"\n## {name}: untransformed {fmt(base.median_s * 1e3, '8.3f')} ms, .steps "
+              f"{fmt(entry['steps_s'] and entry['steps_s'] * 1e3, '8.3f')} ms, numpy "
+              f"{fmt(np_s and np_s * 1e3, '8.3f')} ms", flush=True)
+        print(f"{'agent':8} {'budget':>6} {'speedup':>8} {'x.steps':>8} {'x.numpy':>8} "
+              f"{'wall_s':>7}  best steps")
+        for agent in agents:
+            started = time.monotonic()
+            result = make_agent(agent).search(root, evaluator, budgets[-1], seed=args.seed)
+            wall = time.monotonic() - started
+            rows = {}
+            for b in budgets:
+                best = result.best_within(b)
+                t = confirm.evaluate(root, best.steps).median_s if best.median_s else None
+                rows[b] = {"median_s": t, "search_median_s": best.median_s, "speedup": ratio(base.median_s, t),
+                           "vs_steps": ratio(entry["steps_s"], t), "vs_numpy": ratio(np_s, t),
+                           "steps": list(best.steps), "measurements": min(b, len(result.trials))}
+                print(f"{agent:8} {b:6d} {fmt(rows[b]['speedup'], '8.2f')} "
+                      f"{fmt(rows[b]['vs_steps'], '8.2f')} {fmt(rows[b]['vs_numpy'], '8.2f')} "
+                      f"{wall:7.0f}  {len(best.steps)} steps", flush=True)
+            entry["agents"][agent] = {"wall_s": wall, "budgets": rows,
+                                      "measurements": len(result.trials)}
+        report["kernels"][name] = entry
+        _save(args.out, report)
+    if "matmul" in args.kernels.split(",") and not args.no_tvm:
+        trials = args.tvm_trials or budgets[-1]
+        print(f"\n## TVM MetaSchedule, matmul 512^3, {trials} trials ...", flush=True)
+        peer = tvm_peer(trials, args.threads)
+        m = report["kernels"].get("matmul", {})
+        if peer.get("median_s"):
+            peer["vs_steps"] = ratio(m.get("steps_s"), peer["median_s"])
+            peer["speedup"] = ratio(m.get("baseline_s"), peer["median_s"])
+            best_agent = max((r["budgets"][budgets[-1]]["speedup"] or 0 for r in m.get("agents", {}).values()),
+                             default=None)
+            peer["best_agent_speedup"] = best_agent
+        print(json.dumps(peer))
+        report["tvm"] = peer
+    _save(args.out, report)
+    evaluator.close()
+    confirm.close()
+    return 0
+
+
+def _save(path, report) -> None:
+    with open(path, "w") as f:
+        json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
