@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dojo_core.agents import make_agent  # noqa: E402
+from dojo_core.agents.cost_model import CostModel, CostModelEvaluator  # noqa: E402
 from dojo_core.agents.evaluators import LocalEvaluator  # noqa: E402
 from dojo_core.agents.qagent import QAgent  # noqa: E402
 from dojo_core.harness import estimated_work  # noqa: E402
@@ -62,6 +63,9 @@ def main(argv=None) -> int:
     ap.add_argument("--store", help="measurement records file (default: a temporary one)")
     ap.add_argument("--random-macros", type=int, default=1,
                     help="the random agent draws macro moves too (its default): 1 or 0")
+    ap.add_argument("--model-episodes", type=int, default=0,
+                    help="after the measured episodes, this many more with rewards from a "
+                    "CostModel fitted on the training measurements (cheap rollouts)")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
 
@@ -87,6 +91,19 @@ def main(argv=None) -> int:
               f"episodes, {stats['measurements']} measurements, {stats['updates']} updates, "
               f"{time.time() - start:.0f} s; mean TD loss first/last tenth "
               f"{statistics.fmean(losses[:tenth]):.4f} / {statistics.fmean(losses[-tenth:]):.4f}")
+        if args.model_episodes:
+            t0 = time.time()
+            model = CostModel().fit(RecordStore(store_path))
+            models = {}
+
+            def model_evaluator(root):
+                models[root.name] = CostModelEvaluator(model, base=evaluator)
+                return models[root.name]
+            more = agent.train(roots, model_evaluator, args.model_episodes, seed=1,
+                               epsilon_start=0.5)
+            print(f"cost-model rollouts: {more['episodes']} episodes, {more['measurements']} "
+                  f"modelled measurements ({model.samples} states fitted), "
+                  f"{time.time() - t0:.0f} s")
         if args.weights:
             agent.save(args.weights)
             print(f"weights saved to {args.weights}")

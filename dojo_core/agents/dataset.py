@@ -7,7 +7,7 @@ record (a ``str`` ending in ``\\n``), in input order.  Input: plain dicts, the
     "kernel": library name | null, "source": root IR text (used when present),
     "sizes": {...}, "steps": [step texts from the root], "state_ir": IR text of the state
     *before* the last step (optional: saves the replay), "median_s", "min_s", "max_s",
-    "verified", "error", "runner", "fingerprint", "state_hash", "agent", "time", "job".
+    "verified", "error", "runner", "fingerprint", "agent", "time", "job", "history_url".
 
 Each line is a transition, format ``perfdojo-transitions`` version 1:
 
@@ -20,7 +20,8 @@ Each line is a transition, format ``perfdojo-transitions`` version 1:
      "next_state_hash": sha256 of the canonical IR after the action,
      "median_s", "min_s", "max_s": seconds | null, "verified": bool, "error": str | null,
      "runner": str | null, "fingerprint": str | null,
-     "agent": str | null, "time": str | null, "job": id | null}
+     "agent": str | null, "time": str | null, "job": id | null,
+     "history_url": str | null}
 
 A baseline record (no steps) gives ``action: null`` and ``next_state_hash ==
 state_hash``.  Guarantees: hashes are ``records.text_hash`` of ``printer.print_program``
@@ -93,6 +94,7 @@ def transition(record: dict, states: Optional[StateCache] = None,
         "error": record.get("error"), "runner": record.get("runner"),
         "fingerprint": record.get("fingerprint"), "agent": record.get("agent"),
         "time": record.get("time"), "job": record.get("job"),
+        "history_url": record.get("history_url"),
     }
 
 
