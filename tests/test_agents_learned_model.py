@@ -133,3 +133,16 @@ def test_rank_correlation_on_held_out_real_measurements():
     model = CostModel(use_embedding=False).fit(pairs[:16])
     quality = model.rank_quality(pairs[16:])
     assert quality["spearman"] > 0, quality
+
+
+def test_rank_is_usable_as_the_prior_of_the_greedy_agent(softmax_states):
+    from dojo_core.agents import make_agent
+    root, states = softmax_states
+    pairs = [(p, 1e-3 * math.exp(known_log_seconds(p))) for _, p in states]
+    model = CostModel(alpha=0.1, use_embedding=False).fit(pairs)
+    evaluator = CostModelEvaluator(model, root_seconds=1e-3)
+    result = make_agent("greedy", width=3, prior=model.rank, macros=False).search(
+        root, evaluator, 4, seed=0)
+    assert len(result.trials) == 4
+    # with the model's ranking, the first children greedy measures are vector loops
+    assert all("vectorize" in t.steps[-1] for t in result.trials[1:]), result.trials
