@@ -9,6 +9,8 @@ A minus sign directly in front of a number literal is folded into the constant, 
 """
 from __future__ import annotations
 
+import threading
+
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.indenter import DedentError, Indenter
@@ -68,6 +70,9 @@ class _Indenter(Indenter):
 
 _PARSER = Lark(GRAMMAR, parser="lalr", postlex=_Indenter(), propagate_positions=True,
                maybe_placeholders=True)
+# lark's Indenter keeps its indentation state on the instance: one parse at a time
+# (the web app parses in several threads at once)
+_PARSE_LOCK = threading.Lock()
 
 
 def _name(tok: Token) -> str:
@@ -277,7 +282,8 @@ def parse(text: str, filename: str = "<input>") -> ir.Program:
     if not text.endswith("\n"):
         text += "\n"
     try:
-        tree = _PARSER.parse(text)
+        with _PARSE_LOCK:
+            tree = _PARSER.parse(text)
         program = _Build().transform(tree)
     except UnexpectedCharacters as exc:
         ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else "?"
