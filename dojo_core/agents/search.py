@@ -155,10 +155,14 @@ class Session:
             batch.append(steps)
         if not batch or self.done:
             return []
-        answers = self.evaluator.evaluate_many([(self.root, s) for s in batch])
+        # as many at once as the evaluator measures in parallel (its runners), so that
+        # should_stop is polled between measurements and every answer asked for is recorded
+        width = max(1, len(getattr(self.evaluator, "runners", ()) or ()))
         trials = []
-        for steps, m in zip(batch, answers):
-            trials.append(self._record(steps, m))
+        for start in range(0, len(batch), width):
+            chunk = batch[start:start + width]
+            answers = self.evaluator.evaluate_many([(self.root, s) for s in chunk])
+            trials.extend(self._record(steps, m) for steps, m in zip(chunk, answers))
             if self.should_stop is not None and self.should_stop():
                 self.stopped = self.result.stopped = True
                 break
