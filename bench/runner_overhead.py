@@ -14,6 +14,10 @@ in a temporary state directory) and a second runner, then
   called -> message published -> received by the runner -> result sent -> stored), and
   how many results carried their job's claim (a job that ends within the runner's
   ``--claim-after``, as these do) rather than a claim made before;
+* CPU: milliseconds of CPU per latency job used by the server's process tree (launcher,
+  daphne and the local runner that runs these jobs, its worker included) and, for
+  comparison, by the idle second runner (heartbeats only): the machine's load stretches
+  the latency, not this;
 * throughput: ``4 x --jobs`` trivial jobs submitted at once to any runner (two runners),
   jobs per second until all are done.
 
@@ -54,6 +58,28 @@ PHASES = [("request_to_created", "request", "created"),
           ("received_to_claimed", "received", "claimed")]
 
 
+def process_tree_cpu_s(root_pid: int) -> float:
+    """User + system CPU seconds used so far by a process and its descendants (Linux /proc)."""
+    children, cpu = {}, {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    total, todo = 0.0, [root_pid]
+    while todo:
+        pid = todo.pop()
+        total += cpu.get(pid, 0.0)
+        todo.extend(children.get(pid, []))
+    return total
+
+
 def pct(values, q):
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
@@ -74,6 +100,9 @@ def one_mode(mode: str, n: int) -> dict:
             wall, server, phases = [], [], {name: [] for name, _, _ in PHASES}
             claims_with_result = 0
             for i in range(n + 1):
+                if i == 1:
+                    cpu0 = {"server": process_tree_cpu_s(s.proc.pid),
+                            "second_runner": process_tree_cpu_s(s.runners["second"].pid)}
                 t0 = time.time()
                 job_id = s.submit(source=KERNEL, runner="local", options={"dry_run": True})
                 answered = time.time()
@@ -93,6 +122,8 @@ def one_mode(mode: str, n: int) -> dict:
                     if marks.get(start) is not None and marks.get(end) is not None:
                         phases[name].append((marks[end] - marks[start]) * 1e3)
                 claims_with_result += marks.get("claimed") is None
+            cpu = {k: round((process_tree_cpu_s(pid) - cpu0[k]) * 1e3 / n, 1) for k, pid in
+                   (("server", s.proc.pid), ("second_runner", s.runners["second"].pid))}
             m = 4 * n
             t0 = time.perf_counter()
             ids = [s.submit(source=KERNEL, options={"dry_run": True}) for _ in range(m)]
@@ -114,6 +145,7 @@ def one_mode(mode: str, n: int) -> dict:
                     "phase_median_ms": {name: round(statistics.median(v), 1) if v else None
                                         for name, v in phases.items()},
                     "claims_with_the_result": claims_with_result,
+                    "cpu_ms_per_job": cpu,
                     "throughput": {"jobs": m, "seconds": round(total, 2), "jobs_per_s": round(m / total, 1),
                                    "submit_s": round(submitted, 2), "by_runner": by_runner}}
         finally:
