@@ -29,7 +29,7 @@ import re
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.utils import timezone
 
 from . import dispatch, notify
@@ -149,15 +149,17 @@ def online_runners():
 
 
 def pick_runner(wanted: str | None, exclude_id=None) -> Runner | None:
-    """The online runner matching a name or label with the fewest active jobs, or None."""
-    candidates = [r for r in online_runners().annotate(
-        active=Count("jobs", filter=Q(jobs__state__in=Job.ACTIVE)))
-        if r.matches(wanted) and r.id != exclude_id]
+    """The online runner matching a name or label with the fewest active jobs, or None.
+    (Active jobs are counted through the state index, not over each runner's history.)"""
+    candidates = [r for r in online_runners() if r.matches(wanted) and r.id != exclude_id]
     if not candidates:
         return None
-    if wanted and any(r.name == wanted for r in candidates):
-        return next(r for r in candidates if r.name == wanted)
-    return min(candidates, key=lambda r: (r.active, r.name))
+    named = next((r for r in candidates if wanted and r.name == wanted), None)
+    if named is not None or len(candidates) == 1:
+        return named or candidates[0]
+    active = dict(Job.objects.filter(state__in=Job.ACTIVE, runner__in=[r.id for r in candidates])
+                  .values_list("runner").annotate(n=Count("id")).values_list("runner", "n"))
+    return min(candidates, key=lambda r: (active.get(r.id, 0), r.name))
 
 
 # =========================================================================== submit, cancel
