@@ -9,7 +9,9 @@ the result, the TVM version.  Needs ``apache-tvm`` (0.27 from PyPI, with
 ``apache-tvm-ffi==0.1.14.post1``, xgboost and cloudpickle beside it; see
 /work/shared/PERF.md) in the environment that runs it; bench/agents.py runs it in a child
 process and skips it cleanly when TVM is absent.  The target is given as a JSON dict
-(``llvm`` with ``-mcpu`` of this host and ``num-cores``).
+(``llvm`` with ``-mcpu`` of this host and ``num-cores``); psutil is needed by its builder,
+whose 30 s default timeouts are raised (a builder process alone can take longer to start on
+a loaded 2-core machine).
 """
 from __future__ import annotations
 
@@ -45,13 +47,15 @@ def main(argv=None) -> int:
     mcpu = tvm.target.codegen.llvm_get_system_cpu() if hasattr(tvm.target, "codegen") else "native"
     target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": args.threads})
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="tvm-ms-", dir=os.environ.get("TVM_MS_DIR")) as work:
+    with tempfile.TemporaryDirectory(prefix="tvm-ms-") as work:
         database = ms.tune_tir(mod, target, work, max_trials_global=args.trials,
                                num_trials_per_iter=min(32, args.trials),
-                               num_tuning_cores=args.threads, seed=0)
+                               num_tuning_cores=args.threads, seed=0,
+                               # the default 30 s limits are shorter than a builder or
+                               # runner process takes to start on a loaded 2-core machine
+                               builder=ms.builder.LocalBuilder(timeout_sec=600),
+                               runner=ms.runner.LocalRunner(timeout_sec=600))
         sch = ms.tir_integration.compile_tir(database, mod, target)
-        if os.environ.get("TVM_MS_KEEP"):
-            os.system(f"cp -r {work} {os.environ['TVM_MS_KEEP']}")
     tuning_s = time.monotonic() - started
     if sch is None:
         print(json.dumps({"error": "no valid schedule found", "trials": args.trials}))
