@@ -3,6 +3,7 @@ to_history() replay, with the FAKE analytic evaluator of tests/agents_fake.py (i
 search logic, not speed); each agent once with the real LocalEvaluator at tiny sizes; the
 evaluators' cache; the `search` command."""
 import json
+import os
 import subprocess
 import sys
 
@@ -156,7 +157,8 @@ def test_wrong_outputs_and_worker_failures(tmp_path):
 
 def _search(*args, cwd):
     return subprocess.run([sys.executable, "-m", "dojo_core", "search", *args],
-                          capture_output=True, text=True, cwd=cwd, timeout=300)
+                          capture_output=True, text=True, cwd=cwd, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != "DOJO_LLM_ENDPOINT"})
 
 
 def test_search_command(tmp_path):
@@ -179,6 +181,7 @@ def test_search_command(tmp_path):
     (["--agent", "nope", "--budget", "3"], "unknown agent 'nope' (known: beam, greedy"),
     (["--agent", "greedy", "--budget", "0"], "--budget 0: expected a positive integer"),
     (["--agent", "greedy", "--budget", "3", "--runner", "x"], "--runner needs --server"),
+    (["--agent", "llm", "--budget", "3"], "agent 'llm': the llm agent needs an endpoint"),
 ])
 def test_search_usage_errors(tmp_path, args, message):
     r = _search(str(kernel_path("softmax")), *args, cwd=tmp_path)

@@ -61,6 +61,10 @@ def cmd_search(args) -> int:
         return _usage("--runner needs --server URL")
     if args.threads is not None and args.threads < 1:
         return _usage(f"--threads {args.threads}: expected a positive integer")
+    try:
+        agent = make_agent(args.agent)
+    except ValueError as exc:               # an agent that needs configuration it lacks
+        return _usage(f"agent {args.agent!r}: {exc}")
     root = load_file(args.file, parse_size_args(args.size, args.file))
     store = RecordStore(args.records) if args.records else RecordStore()
     if args.server:
@@ -70,7 +74,7 @@ def cmd_search(args) -> int:
         evaluator = LocalEvaluator(min_time=args.min_time, threads=args.threads,
                                    timeout=args.timeout, store=store)
     try:
-        result = make_agent(args.agent).search(root, evaluator, args.budget, seed=args.seed)
+        result = agent.search(root, evaluator, args.budget, seed=args.seed)
     finally:
         if hasattr(evaluator, "close"):
             evaluator.close()
