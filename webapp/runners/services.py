@@ -464,7 +464,14 @@ def heartbeat(runner: Runner, current_job=None) -> dict:
     current_job = _job_id(current_job)
     now = timezone.now()
     cancel_ids = []
-    Runner.objects.filter(id=runner.id).update(last_heartbeat=now, current_job_id=current_job)
+    if current_job is not None and Job.objects.filter(
+            id=current_job, state__in=(Job.DONE, Job.FAILED, Job.LOST, Job.CANCELLED)).exists():
+        # a heartbeat sent before the job's result was stored must not mark the runner busy
+        # again after the result freed it
+        busy_with = None
+    else:
+        busy_with = current_job
+    Runner.objects.filter(id=runner.id).update(last_heartbeat=now, current_job_id=busy_with)
     if current_job is not None:
         updated = Job.objects.filter(id=current_job, runner=runner, state=Job.RUNNING).update(heartbeat=now)
         if not updated:
