@@ -4,7 +4,7 @@ test; issue 7).
     python bench/agents.py [--kernels matmul,softmax,layernorm,conv2d,attention]
                            [--agents random,greedy,beam,mcts[,q]] [--budgets 100,300]
                            [--threads 1] [--min-time 0.05] [--seed 0] [--out agents.json]
-                           [--tvm-trials N | --no-tvm]
+                           [--tvm-trials N | --no-tvm] [--tvm-python PATH]
 
 For each kernel at its default sizes: the untransformed kernel, its ``.steps`` schedule and
 every agent's best state are measured with the same ``LocalEvaluator`` (compiled C,
@@ -68,14 +68,15 @@ def numpy_time(name: str, threads: int, min_time: float):
         return None
 
 
-def tvm_peer(trials: int, threads: int, size: int = 512):
-    try:
-        import importlib.util
-        if importlib.util.find_spec("tvm") is None:
-            return {"skipped": "apache-tvm is not installed"}
-    except (ImportError, ValueError):
-        return {"skipped": "apache-tvm is not installed"}
-    cmd = [sys.executable, str(ROOT / "bench" / "agents_tvm.py"), "--trials", str(trials),
+def tvm_peer(trials: int, threads: int, size: int = 512, python: str | None = None):
+    """TVM MetaSchedule on matmul in a child process: ``python`` is the interpreter of an
+    environment that has apache-tvm (TVM's pins clash with this project's, so it usually
+    lives in a venv of its own); by default this interpreter."""
+    python = python or sys.executable
+    probe = subprocess.run([python, "-c", "import tvm"], capture_output=True)
+    if probe.returncode != 0:
+        return {"skipped": f"apache-tvm is not importable by {python}"}
+    cmd = [python, str(ROOT / "bench" / "agents_tvm.py"), "--trials", str(trials),
            "--threads", str(threads), "--size", str(size)]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
@@ -104,6 +105,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="agents.json")
     ap.add_argument("--tvm-trials", type=int, default=None)
     ap.add_argument("--no-tvm", action="store_true")
+    ap.add_argument("--tvm-python", default=None,
+                    help="interpreter of an environment with apache-tvm (default: this one)")
     ap.add_argument("--confirm-time", type=float, default=0.3,
                     help="min time of the final timings (untransformed, .steps, each best)")
     args = ap.parse_args(argv)
@@ -155,7 +158,7 @@ def main(argv=None) -> int:
     if "matmul" in args.kernels.split(",") and not args.no_tvm:
         trials = args.tvm_trials or budgets[-1]
         print(f"\n## TVM MetaSchedule, matmul 512^3, {trials} trials ...", flush=True)
-        peer = tvm_peer(trials, args.threads)
+        peer = tvm_peer(trials, args.threads, python=args.tvm_python)
         m = report["kernels"].get("matmul", {})
         if peer.get("median_s"):
             peer["vs_steps"] = ratio(m.get("steps_s"), peer["median_s"])
