@@ -21,8 +21,11 @@ Columns: speedup over the untransformed kernel, ratio to the ``.steps`` schedule
 ``OPENBLAS_L2_SIZE`` removed and its thread count set, as bench/libraries.py does), wall
 time of the search.  The final agent times are re-measured once more (``--confirm``, default
 on) so that a lucky noisy sample does not decide the table.  The TVM MetaSchedule peer
-(bench/agents_tvm.py, matmul only, at the largest budget as its trial count unless
-``--tvm-trials``) runs in a child process and is skipped when ``apache-tvm`` is absent.
+(bench/agents_tvm.py: matmul, softmax, layernorm and conv2d, at the largest budget as its
+trial count unless ``--tvm-trials``) runs in a child process, from ``--tvm-python``'s
+environment, after the agents of its kernel (row ``tvm``: its speedup over the
+untransformed kernel timed in this run, wall = tuning time); it is skipped when
+``apache-tvm`` is absent.  ``--agents ''`` measures only the references and TVM.
 Writes everything as JSON to ``--out``.
 """
 from __future__ import annotations
@@ -68,16 +71,19 @@ def numpy_time(name: str, threads: int, min_time: float):
         return None
 
 
-def tvm_peer(trials: int, threads: int, size: int = 512, python: str | None = None):
-    """TVM MetaSchedule on matmul in a child process: ``python`` is the interpreter of an
+TVM_KERNELS = ("matmul", "softmax", "layernorm", "conv2d")      # bench/agents_tvm.py's twins
+
+
+def tvm_peer(kernel: str, trials: int, threads: int, python: str | None = None):
+    """TVM MetaSchedule on a library kernel in a child process: ``python`` is the interpreter of an
     environment that has apache-tvm (TVM's pins clash with this project's, so it usually
     lives in a venv of its own); by default this interpreter."""
     python = python or sys.executable
     probe = subprocess.run([python, "-c", "import tvm"], capture_output=True)
     if probe.returncode != 0:
         return {"skipped": f"apache-tvm is not importable by {python}"}
-    cmd = [python, str(ROOT / "bench" / "agents_tvm.py"), "--trials", str(trials),
-           "--threads", str(threads), "--size", str(size)]
+    cmd = [python, str(ROOT / "bench" / "agents_tvm.py"), "--kernel", kernel,
+           "--trials", str(trials), "--threads", str(threads)]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
         return json.loads(out.stdout.strip().splitlines()[-1])
@@ -153,21 +159,21 @@ def main(argv=None) -> int:
                       f"{wall:7.0f}  {len(best.steps)} steps", flush=True)
             entry["agents"][agent] = {"wall_s": wall, "budgets": rows,
                                       "measurements": len(result.trials)}
+        if name in TVM_KERNELS and not args.no_tvm:
+            trials = args.tvm_trials or budgets[-1]
+            peer = tvm_peer(name, trials, args.threads, python=args.tvm_python)
+            if peer.get("median_s"):
+                peer.update(speedup=ratio(base.median_s, peer["median_s"]),
+                            vs_steps=ratio(entry["steps_s"], peer["median_s"]),
+                            vs_numpy=ratio(np_s, peer["median_s"]))
+                print(f"{'tvm':8} {trials:6d} {fmt(peer['speedup'], '8.2f')} "
+                      f"{fmt(peer['vs_steps'], '8.2f')} {fmt(peer['vs_numpy'], '8.2f')} "
+                      f"{peer['tuning_s']:7.0f}  MetaSchedule, {trials} trials", flush=True)
+            else:
+                print(f"{'tvm':8} {trials:6d}  {peer.get('skipped') or peer.get('error')}", flush=True)
+            entry["tvm"] = peer
         report["kernels"][name] = entry
         _save(args.out, report)
-    if "matmul" in args.kernels.split(",") and not args.no_tvm:
-        trials = args.tvm_trials or budgets[-1]
-        print(f"\n## TVM MetaSchedule, matmul 512^3, {trials} trials ...", flush=True)
-        peer = tvm_peer(trials, args.threads, python=args.tvm_python)
-        m = report["kernels"].get("matmul", {})
-        if peer.get("median_s"):
-            peer["vs_steps"] = ratio(m.get("steps_s"), peer["median_s"])
-            peer["speedup"] = ratio(m.get("baseline_s"), peer["median_s"])
-            best_agent = max((r["budgets"][budgets[-1]]["speedup"] or 0 for r in m.get("agents", {}).values()),
-                             default=None)
-            peer["best_agent_speedup"] = best_agent
-        print(json.dumps(peer))
-        report["tvm"] = peer
     _save(args.out, report)
     evaluator.close()
     confirm.close()
