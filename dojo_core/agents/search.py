@@ -41,9 +41,9 @@ def default_prior(program, moves) -> list:
     for m in moves:
         score = KIND_PRIOR.get(m.kind, 1.0)
         if m.kind == "macro" and m.label.startswith("tile"):
-            score -= 0.1 * sum(abs(math.log2(int(w.split("/")[1].split()[0]) / ideal))
-                               for w, ideal in zip(m.label.split(" x ")[:3], (8, 32, 128))
-                               if "/" in w)
+            sizes = [w.split("/")[1].split()[0] for w in m.label.split(" x ")[:3] if "/" in w]
+            score -= 0.1 * sum(abs(math.log2(int(size) / ideal))
+                               for size, ideal in zip(sizes, (8, 32, 128)) if size.isdigit())
         scores.append(score)
     return scores
 

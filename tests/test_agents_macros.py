@@ -1,0 +1,116 @@
+"""Macro moves (dojo_core/agents/macros.py): generic register tiling that reaches the
+library's expert structures, built from legal steps only, and keeping the kernel's outputs."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from dojo_core import interp
+from dojo_core.agents.macros import (_last_dim_layout, macro_moves, tile_moves,
+                                     vectorize_inner_steps)
+from dojo_core.kernels import load_kernel, random_inputs
+from dojo_core.parser import parse
+from dojo_core.printer import print_program
+from dojo_core.walks import replay
+
+SMALL = {"matmul": {"N": 32, "M": 64, "K": 48},
+         "conv2d": {"N": 1, "C": 32, "H": 4, "W": 24, "F": 32},     # 24: transposed tiles too
+         "bmm": {"B": 2, "N": 16, "M": 32, "K": 24},
+         "attention": {"S": 32, "D": 16},
+         "gemv": {"N": 64, "K": 32}}
+
+
+def _move(program, label):
+    found = [m for m in tile_moves(program) if m.label == label]
+    assert found, sorted(m.label for m in tile_moves(program))
+    return found[0]
+
+
+def test_whole_reduction_tile_is_the_expert_gemm():
+    program = load_kernel("matmul")
+    move = _move(program, "tile i2/8 x j2/32 x k/all b-outer stage B")
+    text = print_program(replay(program, move.steps))
+    assert "local Bp: f32[K, 32]" in text                    # a packed K x 32 panel of B
+    assert "local acc: f32[8, 32] in register" in text
+    assert "for k in 0..K:" in text                           # the tile runs all of k
+    assert "for j20 in 0..M // 32 parallel:" in text          # b0 outermost, in parallel
+    assert "vectorize j21" in move.steps and "unroll i21" in move.steps
+    # the copies of the register tile stay scalar (gcc keeps the tile in registers then)
+    assert not {"vectorize j1", "vectorize j2"} & set(move.steps)
+
+
+def test_transposed_tile_when_the_row_has_no_full_vector():
+    """conv2d's rows are 56 wide (no multiple of 16): the output channels become the vector
+    loop, with the tile and the staged weights laid out channel-last."""
+    program = load_kernel("conv2d")
+    move = _move(program, "tile w2/8 x f2/32 x c/all b-outer stage Wt")
+    assert "layout acc 1 0" in move.steps and "layout Wtp 1 2 3 0" in move.steps
+    text = print_program(replay(program, move.steps))
+    assert "local Wtp: f32[C, 3, 3, 32]" in text and "local acc: f32[8, 32] in register" in text
+    assert "acc[w21, f21] += X[n2, c, h2 + kh, 8*w20 + w21 + kw] * Wtp[c, kh, kw, f21]" in text
+    assert "vectorize f21" in move.steps
+
+
+def test_no_transposed_tile_when_the_row_fills_vectors():
+    labels = [m.label for m in tile_moves(load_kernel("matmul"))]
+    assert labels and all(label.startswith("tile i2/") for label in labels)
+    labels = [m.label for m in tile_moves(load_kernel("conv2d", {"W": 64}))]
+    assert not any(label.startswith("tile w2/") for label in labels)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_every_macro_keeps_the_outputs(name):
+    program = load_kernel(name, SMALL[name])
+    moves = macro_moves(program)
+    assert moves
+    inputs = random_inputs(program, 3)
+    want = interp.run(program, inputs)
+    # every structure (a sample of the sizes: they only change split factors)
+    seen, checked = set(), 0
+    for move in moves:
+        shape = re.sub(r"/\d+", "/", move.label)
+        if shape in seen:
+            continue
+        seen.add(shape)
+        got = interp.run(replay(program, move.steps), inputs)
+        for k in want:
+            np.testing.assert_allclose(got[k], want[k], rtol=2e-4, atol=1e-4, err_msg=move.label)
+        checked += 1
+    assert checked >= 2
+    if name == "conv2d":
+        assert any(shape.startswith("tile w2/") for shape in seen)     # transposed ones too
+
+
+TILE_COPY = """\
+kernel t(N = 32)
+in  A: f32[N, 32]
+out B: f32[N, 32]
+
+for i in 0..N:
+  local acc: f32[32] in register
+  for j in 0..32:
+    acc[j] = A[i, j]
+  for k in 0..32:
+    acc[k] += 1
+  for l in 0..32:
+    B[i, l] = acc[l]
+  for q in 0..2:
+    B[i, q] += 1
+"""
+
+
+def test_vectorize_inner_skips_register_copies_and_short_loops():
+    program = parse(TILE_COPY)
+    assert vectorize_inner_steps(program) == ["vectorize k"]
+
+
+def test_last_dim_layout():
+    program = parse(TILE_COPY.replace("f32[32] in register", "f32[32, 2] in register")
+                    .replace("acc[j] = A[i, j]", "acc[j, 0] = A[i, j]")
+                    .replace("acc[k] += 1", "acc[k, 0] += 1")
+                    .replace("B[i, l] = acc[l]", "B[i, l] = acc[l, 0]"))
+    assert _last_dim_layout(program, "acc", "k") == "layout acc 1 0"
+    assert _last_dim_layout(program, "acc", "i") is None         # no access of acc uses i
+    assert _last_dim_layout(program, "A", "j") is None           # already the last dimension
