@@ -185,7 +185,47 @@ def test_the_registry_agent_starts_from_the_shipped_weights():
     root = load_kernel("softmax", {"N": 64, "M": 128})
     texts = agent.candidates(root)
     q = agent.net.predict(agent.encode(state_features(root), root, texts))
-    best = texts[int(np.argmax(q))]
+    rated = {t.removeprefix("macro: "): float(v) for t, v in zip(texts, q)}
     # trained without softmax, it still rates a vector loop over every split of the root
-    assert best.startswith("vectorize"), best
+    vector = max(v for t, v in rated.items() if t.startswith("vectorize"))
+    assert vector > max(v for t, v in rated.items() if t.startswith("split")), rated
     assert QAgent(weights=None).net is None
+
+
+def test_macro_moves_are_single_actions_that_apply_all_their_steps():
+    root = load_kernel("matmul", {"N": 32, "M": 64, "K": 48})
+    texts, seqs = QAgent(weights=None).moves(root)
+    tiles = [i for i, t in enumerate(texts) if t.startswith("macro: tile ")]
+    assert tiles and all(len(seqs[i]) > 5 for i in tiles)              # one action, many steps
+    assert all(seqs[i] == (t,) for i, t in enumerate(texts) if not t.startswith("macro:"))
+    from dojo_core.agents.features import ACTION_NAMES, action_matrix
+    x = dict(zip(ACTION_NAMES, action_matrix(root, [texts[tiles[0]]])[0]))
+    assert x["macro"] == 1 and x["macro_tile"] == 1 and x["macro_log2_tile_b"] > 0
+    assert "macro: tile" not in " ".join(QAgent(weights=None, macros=False).candidates(root))
+
+
+def test_a_search_taking_a_macro_records_its_steps(model_evaluator):
+    """With every macro rated best, the first child measured is a macro's result, and each
+    trial holds the steps its macros applied (so the history replays)."""
+    root = load_kernel("matmul", {"N": 32, "M": 64, "K": 48})
+    agent = QAgent(weights=None, epsilon=0.0)
+    texts, seqs = agent.moves(root)
+    agent._ensure_net(agent.encode(state_features(root), root, texts))
+    agent.net.predict = lambda x: x[:, -7] * 10.0 - 1.0            # column 'macro' (see below)
+    from dojo_core.agents.features import ACTION_NAMES
+    assert ACTION_NAMES[-7] == "macro"
+
+    class Evaluator:
+        gpu = False
+
+        def evaluate(self, program, steps):
+            from dojo_core.agents.base import Measurement
+            return Measurement(median_s=1e-3 / (1 + len(steps)), verified=True)
+
+        def evaluate_many(self, items):
+            return [self.evaluate(p, s) for p, s in items]
+    result = agent.search(root, Evaluator(), budget=4, seed=0)
+    taken = [tuple(t.steps) for t in result.trials[1:]]
+    macros = [seqs[i] for i, t in enumerate(texts) if t.startswith("macro:")]
+    assert taken and taken[0] in macros
+    assert all(any(s[:len(m)] == m for m in macros) for s in taken)    # macros, then more

@@ -107,7 +107,15 @@ ACTION_FEATURES = tuple((f"kind_{k}", f"the step is a {k}") for k in KINDS) + (
     ("gpu_thread", "binds to gpu.thread.*"),
     ("names_global_array", "1 if the step names an in/out/inout/temp array"),
     ("array_rank", "rank of the array the step names"),
+    ("macro", "1 for a macro move (text 'macro: LABEL', agents/macros.py)"),
+    ("macro_tile", "1 for a register-tiling macro"),
+    ("macro_log2_tile_a", "log2(1 + its unrolled tile extent)"),
+    ("macro_log2_tile_b", "log2(1 + its vector tile extent)"),
+    ("macro_whole_reduction", "1 if the tile runs the whole reduction"),
+    ("macro_b_outer", "1 if the vector tile's outer loop is outermost"),
+    ("macro_stage", "1 if it stages a panel of an input"),
 )
+MACRO_PREFIX = "macro:"
 ACTION_NAMES = tuple(name for name, _ in ACTION_FEATURES)
 ACTION_DIM = len(ACTION_FEATURES)
 
@@ -401,6 +409,9 @@ def action_features(program: ir.Program, action_text: str) -> np.ndarray:
     a = analyze(program)
     v = dict.fromkeys(ACTION_NAMES, 0.0)
     words = action_text.split()
+    if words and words[0] == MACRO_PREFIX:
+        words = words[1:]
+        _macro_features(v, words)
     kind = words[0] if words else ""
     v[f"kind_{kind}" if kind in KINDS else "kind_other"] = 1.0
     named = [a.loops[w] for w in words[1:] if w in a.loops]
@@ -433,6 +444,23 @@ def action_features(program: ir.Program, action_text: str) -> np.ndarray:
         v["names_global_array"] = 1.0
         v["array_rank"] = len(arrays[0].dims)
     return np.array([v[name] for name in ACTION_NAMES], dtype=np.float32)
+
+
+def _macro_features(v: dict, words: list) -> None:
+    """A macro's label: 'vectorize inner', 'parallelize outer', ... or 'tile A/TA x B/TB x
+    R/TR|all [b-outer] [stage X]' (the ``A/TA x`` part absent for a one-dimensional tile)."""
+    v["macro"] = 1.0
+    if not words or words[0] != "tile":
+        return
+    v["macro_tile"] = 1.0
+    sizes = [w.split("/")[1] for w in words if "/" in w]
+    if len(sizes) == 3:
+        v["macro_log2_tile_a"] = _lg(int(sizes[0])) if sizes[0].isdigit() else 0.0
+    if len(sizes) >= 2:
+        v["macro_log2_tile_b"] = _lg(int(sizes[-2])) if sizes[-2].isdigit() else 0.0
+        v["macro_whole_reduction"] = float(sizes[-1] == "all")
+    v["macro_b_outer"] = float("b-outer" in words)
+    v["macro_stage"] = float("stage" in words)
 
 
 def action_matrix(program: ir.Program, texts) -> np.ndarray:

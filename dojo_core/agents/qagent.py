@@ -14,7 +14,9 @@ exploration (linearly decayed in training).
 
 Candidates are the legal actions minus ``bind`` on CPU evaluators (``evaluator.gpu``
 false), split factors outside 4..256 powers of two, and ``unroll`` of loops longer than
-``MAX_UNROLL`` (their compile time dwarfs any gain).
+``MAX_UNROLL`` (their compile time dwarfs any gain), plus (``macros=True``) the macro moves
+of ``macros.py`` as one action each, with the text ``macro: LABEL`` (its features say which
+tile it builds); taking one applies all its steps.
 
 ``train(kernels, evaluator_factory, episodes)``: episodes round-robin over the kernels
 (programs or library names), each from the root for up to ``max_depth`` steps, measuring
@@ -42,7 +44,9 @@ import numpy as np
 from ..transforms import actions
 from .base import Agent, SearchResult
 from .embedding import HashedEmbedding
-from .features import ACTION_DIM, FEATURE_DIM, action_matrix, analyze, state_features
+from .features import (ACTION_DIM, FEATURE_DIM, MACRO_PREFIX, action_matrix, analyze,
+                       state_features)
+from .macros import macro_moves
 from .qnetwork import (QNetwork, ReplayBuffer, Transition, max_reward_target,
                        single_threaded_blas)
 
@@ -70,12 +74,12 @@ class QAgent(Agent):
                  epsilon: float = 0.1, max_depth: int = 6, batch: int = 32,
                  target_every: int = 25, buffer: int = 4000, frontier: int = 3,
                  online_updates: int = 2, embedder=None, seed: int = 0,
-                 weights="default"):
+                 weights="default", macros: bool = True):
         self.gamma, self.hidden, self.lr, self.epsilon = gamma, tuple(hidden), lr, epsilon
         self.max_depth, self.batch, self.target_every = max_depth, batch, target_every
         self.frontier, self.online_updates = frontier, online_updates
         self.embedder = embedder if embedder is not None else HashedEmbedding()
-        self.seed = seed
+        self.seed, self.macros = seed, macros
         self.net: Optional[QNetwork] = None
         self.target: Optional[QNetwork] = None
         self.buffer = ReplayBuffer(buffer)
@@ -94,7 +98,22 @@ class QAgent(Agent):
     # ------------------------------------------------------------------ encoding
 
     def candidates(self, program, gpu: bool = False) -> list:
-        """The candidate step texts of a state (module docstring), in actions() order."""
+        """The candidate texts of a state (module docstring): macros first, then the legal
+        actions in actions() order."""
+        return self.moves(program, gpu)[0]
+
+    def moves(self, program, gpu: bool = False) -> tuple:
+        """(texts, step sequences) of the candidates: the steps that taking each applies."""
+        texts, seqs = [], []
+        for move in (macro_moves(program) if self.macros else []):
+            texts.append(f"{MACRO_PREFIX} {move.label}")
+            seqs.append(tuple(move.steps))
+        for text in self._atomic(program, gpu):
+            texts.append(text)
+            seqs.append((text,))
+        return texts, seqs
+
+    def _atomic(self, program, gpu: bool) -> list:
         loops = analyze(program).loops
         out = []
         for a in actions(program):
@@ -208,6 +227,7 @@ class QAgent(Agent):
         states = StateCache()
         self._ensure_net(np.vstack([self.encode(f, r, self.candidates(r, g))
                                     for f, r, g in zip(root_feats, roots, gpu)]))
+        root_moves = [self.moves(r, g) for r, g in zip(roots, gpu)]
         eps_end = self.epsilon if epsilon_end is None else epsilon_end
         base = [None] * len(roots)
         stats = {"episodes": 0, "measurements": 0, "updates": 0, "losses": [], "best": {}}
@@ -222,37 +242,37 @@ class QAgent(Agent):
                 continue
             eps = epsilon_start + (eps_end - epsilon_start) * episode / max(1, episodes - 1)
             steps = ()
-            texts = self.candidates(root, gpu[k])
+            texts, seqs = root_moves[k]
             x = self.encode(root_feats[k], root, texts) if texts else None
             losses = []
             for _ in range(self.max_depth):
                 if x is None:
                     break
                 rows = self._pick_rows(texts, x, eps, rng, children)
-                answers = ev.evaluate_many([(root, steps + (texts[r],)) for r in rows])
+                answers = ev.evaluate_many([(root, steps + seqs[r]) for r in rows])
                 stats["measurements"] += len(rows)
                 reached = []
                 for row, m in zip(rows, answers):
-                    child = steps + (texts[row],)
+                    child = steps + seqs[row]
                     ok = m.ok and m.median_s > 0
                     reward = math.log(base[k] / m.median_s) if ok else FAIL_REWARD
                     stats["best"][name] = max(stats["best"].get(name, 0.0), reward)
-                    next_texts, next_x = [], None
+                    next_texts, next_seqs, next_x = [], [], None
                     if ok:
                         program = states.program(root, child)
-                        next_texts = self.candidates(program, gpu[k])
+                        next_texts, next_seqs = self.moves(program, gpu[k])
                         if next_texts:
                             next_x = self.encode(root_feats[k], program, next_texts)
                     self.buffer.add(Transition(x[row], reward, next_x))
                     if next_x is not None:
-                        reached.append((reward, child, next_texts, next_x))
+                        reached.append((reward, child, next_texts, next_seqs, next_x))
                 for _ in range(updates_per_step * len(rows)):
                     losses.append(self.update(rng))
                 if not reached:
                     break
                 pick = (reached[rng.integers(len(reached))] if rng.random() < eps
                         else max(reached, key=lambda r: r[0]))
-                _, steps, texts, x = pick
+                _, steps, texts, seqs, x = pick
             stats["episodes"] += 1
             stats["losses"].append(float(np.nanmean(losses)) if losses else math.nan)
             if log is not None:
@@ -277,13 +297,13 @@ class QAgent(Agent):
         root_feats = state_features(root)
         session.baseline()
         net, target = QNetwork(1), QNetwork(1)
-        pool: dict = {}                     # steps -> [texts, rows, q, tried flags]
+        pool: dict = {}                     # steps -> [texts, rows, q, tried flags, step seqs]
 
         def open_state(steps):
             program = session.program(steps)
-            texts = self.candidates(program, gpu)
+            texts, seqs = self.moves(program, gpu)
             rows = self.encode(root_feats, program, texts) if texts else None
-            pool[steps] = [texts, rows, None, np.zeros(len(texts), dtype=bool)]
+            pool[steps] = [texts, rows, None, np.zeros(len(texts), dtype=bool), seqs]
 
         open_state(())
         if self.net is None or not self.normalized:
@@ -321,7 +341,7 @@ class QAgent(Agent):
                 _, parent, row = max(choices, key=lambda c: c[0])
             entry = pool[parent]
             entry[3][row] = True
-            child = parent + (entry[0][row],)
+            child = parent + entry[4][row]
             trial = session.measure_one(child)
             if trial is None:
                 continue                     # not fresh (same state or code): no cost
@@ -351,6 +371,7 @@ class QAgent(Agent):
                 "epsilon": self.epsilon, "max_depth": self.max_depth, "batch": self.batch,
                 "target_every": self.target_every, "frontier": self.frontier,
                 "online_updates": self.online_updates, "seed": self.seed,
+                "macros": self.macros,
                 "embedder": self.embedder.name, "feature_dim": FEATURE_DIM,
                 "action_dim": ACTION_DIM}
 
@@ -370,7 +391,7 @@ class QAgent(Agent):
         agent = cls(**{k: config[k] for k in ("gamma", "hidden", "lr", "epsilon", "max_depth",
                                                "batch", "target_every", "frontier",
                                                "online_updates", "seed")}, embedder=embedder,
-                    weights=None)
+                    weights=None, macros=config.get("macros", False))
         agent._install(path, config, arrays)
         return agent
 
