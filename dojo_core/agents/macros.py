@@ -14,10 +14,10 @@ Ansor / MetaSchedule sketches use):
   a reduction statement ``T[...] op= ...``: split a spatial loop ``a`` by ``ta``, the
   spatial loop ``b`` of ``T``'s last index by ``tb``, the outermost reduction loop by
   ``tr``; bubble the loops (adjacent interchanges) into ``<other loops> a0 b0 r0 r1 <other
-  reductions> a1 b1`` (or, "b-outer", ``b0 <other loops> r0 a0 r1 ...``), keep ``T``'s tile in registers (accumulate at r1),
-  unroll ``a1``, vectorize ``b1``, optionally stage an input that ``a`` does not index at
-  ``r0`` (a packed panel), then vectorize inner / parallelize outer loops.  The reduction
-  is also left whole (``r/all``: the tile runs all of it, so ``T`` is loaded and stored
+  reductions> a1 b1`` (or, "b-outer", ``b0 <other loops> r0 a0 r1 ...``), keep ``T``'s
+  tile in registers (accumulate at r1), unroll ``a1``, vectorize ``b1``, optionally stage
+  an input that ``a`` does not index at ``r0`` (a packed panel), then vectorize inner /
+  parallelize outer loops.  The reduction is also left whole (``r/all``: the tile runs all of it, so ``T`` is loaded and stored
   once; the panel is then staged at ``b0``, in the ``b0 a0`` order).
   When ``b``'s extent has no divisor of a full vector (``FULL_VECTOR`` lanes: a 3x3
   convolution's 56-wide rows), the tile is also tried transposed: another spatial loop
@@ -82,10 +82,9 @@ def _parents(program) -> dict:
 
 def vectorize_inner_steps(program) -> list:
     """Vectorize steps for the innermost loops, except loops of fewer than 4 iterations and
-    the loops that only copy a register
-    tile in or out: gcc keeps such a tile in registers when those copies are scalar, and
-    spills it when they are vector loads and stores (measured: 8x32 matmul tile, 230 vs
-    125 GFLOP/s on Zen 5)."""
+    the loops that only copy a register tile in or out: gcc keeps such a tile in registers
+    when those copies are scalar, and spills it when they are vector loads and stores
+    (measured: 8x32 matmul tile, 230 vs 125 GFLOP/s on Zen 5)."""
     legal = {a.text for a in actions(program) if a.kind == "vectorize"}
     registers = {s.name for s in ir.walk_stmts(program.body)
                  if isinstance(s, ir.Local) and s.space == "register"}
@@ -243,11 +242,13 @@ def _tile_variants(base, pre, iters, stmt, reduction, ai, bi, a_factors, b_facto
     fa = _factors(base, ai, a_factors, 3) if ai else [None]
     fb = _factors(base, bi, b_factors, 2)
     fr = _factors(base, reduction[0], r_factors, 3)
-    if not fb or not fr or not fa:
+    if not fb or not fa:
         return []
     moves = []
     for whole, outer_b, stage in product((False, True), (False, True) if ai else (False,),
                                          [None] + inputs[:1]):
+        if not whole and not fr:
+            continue
         try:
             steps = _tile(base, iters, ai, bi, reduction, fa[0], fb[0], None if whole else fr[0],
                           outer_b, stage, stmt.target.array)
