@@ -12,7 +12,7 @@ JSON object: kernel, trials, tuning_s, median_s and min_s of the tuned kernel (t
 like the other contenders: warm-up, repetitions for at least --min-time, median), a numpy
 check of the result, the TVM version.  Needs ``apache-tvm`` (0.27 from PyPI, with
 ``apache-tvm-ffi==0.1.14.post1``, xgboost, cloudpickle and psutil beside it; see
-/work/shared/PERF.md) in the environment that runs it, usually a venv of its own
+shared/PERF.md beside the checkout) in the environment that runs it, usually a venv of its own
 (bench/agents.py ``--tvm-python``).  The target is given as a JSON dict (``llvm`` with
 ``-mcpu`` of this host and ``num-cores``); the builder's and runner's 30 s default
 timeouts are raised (a builder process alone can take longer to start on a loaded 2-core
