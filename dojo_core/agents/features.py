@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import ir
 from ..affine import linear
+from .macros import tile_sizes
 
 DTYPE_BYTES = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8}
 L1_BYTES, L2_BYTES = 32 * 1024, 1024 * 1024
@@ -450,10 +451,10 @@ def _macro_features(v: dict, words: list) -> None:
     """A macro's label: 'vectorize inner', 'parallelize outer', ... or 'tile A/TA x B/TB x
     R/TR|all [b-outer] [stage X]' (the ``A/TA x`` part absent for a one-dimensional tile)."""
     v["macro"] = 1.0
-    if not words or words[0] != "tile":
+    sizes = tile_sizes(" ".join(words))
+    if not sizes:
         return
     v["macro_tile"] = 1.0
-    sizes = [w.split("/")[1] for w in words if "/" in w]
     if len(sizes) == 3:
         v["macro_log2_tile_a"] = _lg(int(sizes[0])) if sizes[0].isdigit() else 0.0
     if len(sizes) >= 2:

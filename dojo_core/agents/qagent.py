@@ -225,9 +225,9 @@ class QAgent(Agent):
         gpu = [bool(getattr(e, "gpu", False)) for e in evaluators]
         root_feats = [state_features(r) for r in roots]
         states = StateCache()
-        self._ensure_net(np.vstack([self.encode(f, r, self.candidates(r, g))
-                                    for f, r, g in zip(root_feats, roots, gpu)]))
         root_moves = [self.moves(r, g) for r, g in zip(roots, gpu)]
+        self._ensure_net(np.vstack([self.encode(f, r, texts)
+                                    for f, r, (texts, _) in zip(root_feats, roots, root_moves)]))
         eps_end = self.epsilon if epsilon_end is None else epsilon_end
         base = [None] * len(roots)
         stats = {"episodes": 0, "measurements": 0, "updates": 0, "losses": [], "best": {}}

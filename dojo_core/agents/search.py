@@ -24,7 +24,7 @@ from ..errors import DojoError
 from ..records import program_hash
 from ..transforms import actions
 from .base import Measurement, SearchEvent, SearchResult, Trial
-from .macros import Move, macro_moves
+from .macros import Move, macro_moves, tile_sizes
 from .states import StateCache
 
 KIND_PRIOR = {"macro": 10.0, "vectorize": 6.0, "parallelize": 6.0, "accumulate": 4.0,
@@ -40,10 +40,10 @@ def default_prior(program, moves) -> list:
     scores = []
     for m in moves:
         score = KIND_PRIOR.get(m.kind, 1.0)
-        if m.kind == "macro" and m.label.startswith("tile"):
-            sizes = [w.split("/")[1].split()[0] for w in m.label.split(" x ")[:3] if "/" in w]
+        if m.kind == "macro":
             score -= 0.1 * sum(abs(math.log2(int(size) / ideal))
-                               for size, ideal in zip(sizes, (8, 32, 128)) if size.isdigit())
+                               for size, ideal in zip(tile_sizes(m.label), (8, 32, 128))
+                               if size.isdigit())
         scores.append(score)
     return scores
 
