@@ -290,6 +290,35 @@ def test_division_by_loop_invariant_uses_the_reciprocal():
         assert np.max(np.abs(g[fin] - w[fin]) / ulp) <= 1.5
 
 
+INVARIANT = """\
+kernel inv(N = 6, M = 40)
+in  X: f32[N, M]
+in  v: f32[N]
+in  eps: f32
+out Y: f32[N, M]
+inout Z: f32[N + 1, M]
+
+for i in 0..N:
+  for j in 0..M vector:
+    Y[i, j] = X[i, j] * rsqrt(v[i] + eps) + v[i] * 2
+  for k in 0..M vector:
+    Z[i, k] = X[i, k] * sqrt(abs(Z[i + 1, 0]))
+"""
+
+
+def test_costly_loop_invariant_is_computed_once_before_the_vector_loop():
+    """A loop-invariant call (or division) in a vector loop becomes a constant before the
+    loop; a cheap invariant stays in place, and so does one that reads an array the loop
+    writes (even an element it does not write: the check is per array)."""
+    program = load_source(INVARIANT)
+    text = generate_c(program, "x86-avx512")
+    assert "const float dojo_inv1 = 1.0f / sqrtf(v[i] + eps[0]);" in text
+    assert "dojo_splat_f32x16(dojo_inv1) + dojo_splat_f32x16(v[i] * 2.0f)" in text
+    assert "const float dojo_inv2" not in text
+    assert "dojo_splat_f32x16(sqrtf(fabsf(Z[" in text
+    assert_matches_interp(program)
+
+
 def test_vector_lowering_on_other_widths_and_dtypes():
     program = load_source(VEC.replace("M = 37", "M = 12"))
     text = generate_c(program, "x86-avx512")

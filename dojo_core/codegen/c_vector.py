@@ -307,9 +307,10 @@ class VectorLowering:
 
     def _lower(self, loop):
         gen, sizes, v = self.gen, self.gen.sizes, loop.iterator
-        self._hoisted, self._rcp = [], {}
+        self._hoisted, self._rcp, self._invariants = [], {}, {}
         if not loop.body or any(not isinstance(s, ir.Assign) for s in loop.body):
             raise _NoVector()
+        self._written = {s.target.array for s in loop.body}
         lo, hi = const_value(loop.lo, sizes), const_value(loop.hi, sizes)
         if lo is None or hi is None or hi - lo < 2:
             raise _NoVector()
@@ -468,7 +469,7 @@ class VectorLowering:
                 return "b", code, prec
             if t != T:
                 raise _NoVector()
-            return "s", code, prec
+            return ("s",) + self._invariant(expr, code, prec, T)
         it = "i32" if ITEMSIZE[T] == 4 else "i64"
         if int_tree(expr):
             return "v", self._int_lanes(expr, T, lanes, v, it), PRIMARY
@@ -506,6 +507,23 @@ class VectorLowering:
         if isinstance(expr, ir.Call):
             return self._vcall(expr, T, lanes, v, it)
         raise _NoVector()
+
+    def _invariant(self, expr, code, prec, T):
+        """(code, prec) of a loop-invariant scalar: a call or a division is computed once,
+        into a constant before the loop (gcc keeps e.g. ``1 / sqrtf(var + eps[0])`` in
+        the loop, where a square root and a division per vector cost more than the rest of
+        a layernorm row), provided it reads no array the loop writes; anything cheaper is
+        left in place."""
+        costly = any(isinstance(n, ir.Call) or (isinstance(n, ir.BinOp) and n.op in ("/", "//", "%"))
+                     for n in ir.walk_expr(expr))
+        read = {n.array for n in ir.walk_expr(expr) if isinstance(n, ir.Access)}
+        if not costly or read & self._written:
+            return code, prec
+        if code not in self._invariants:
+            name = self.gen.fresh("inv")
+            self._hoisted.append(f"const {CTYPES[T]} {name} = {code};")
+            self._invariants[code] = name
+        return self._invariants[code], PRIMARY
 
     def _div_invariant(self, a, b, T, lanes):
         """a / s for a vector a and a loop-invariant scalar s: a * (1/s), the reciprocal
