@@ -15,8 +15,17 @@ Loops nested in the second part move whole, so they keep their (kernel-unique) n
 Afterwards every instance of the first part runs before every instance of the second
 (within one iteration of the loops around L), so it is legal iff no dependence goes from
 a statement of the second part at iteration l to one of the first part at a later
-iteration l' > l (a backward carried dependence). A local declared in the first part may
-not be used in the second.
+iteration l' > l (a backward carried dependence). A local declared in the first part and
+used only in the second moves with its uses (its declaration opens the new loop's body:
+each iteration of L had its own copy, so has each iteration of the new loop); one used on
+both sides refuses.
+
+    for i in 0..N:                     for i in 0..N:
+      local m: f32                       C[i] = A[i] * 2
+      C[i] = A[i] * 2         ==>      for i2 in 0..N:
+      m = C[i] + 1                       local m: f32
+      B[i] = m * m                       m = C[i2] + 1
+                                         B[i2] = m * m
 """
 from __future__ import annotations
 
@@ -101,9 +110,10 @@ class Fission(Transformation):
         if not any(isinstance(s, (ir.Assign, ir.Loop)) for s in second):
             return f"'{ref}' is the last statement of loop '{name}'; nothing would move"
         for s in first:
-            if isinstance(s, ir.Local) and uses_array(second, s.name):
-                return (f"the local '{s.name}' declared in the first part is used after "
-                        f"'{ref}'")
+            if isinstance(s, ir.Local) and uses_array(second, s.name) \
+                    and uses_array(first, s.name):
+                return (f"the local '{s.name}' declared in the first part is used both up "
+                        f"to and after '{ref}'")
         deps = dependences(program)
         depth = len(path)        # L is the loop at that depth of its statements' loops
         inner = statements_at(deps, path)
@@ -122,8 +132,11 @@ class Fission(Transformation):
         _, spath = find_ref(program, ref)
         k = spath[-1]
         new_name = fresh(declared_names(program), re.sub(r"\d+$", "", name) or name)
-        second = substitute_stmts(loop.body[k + 1:], {name: ir.Var(new_name)})
-        first_loop = with_body(loop, loop.body[:k + 1])
+        first, second = list(loop.body[:k + 1]), list(loop.body[k + 1:])
+        moving = [s for s in first if isinstance(s, ir.Local) and uses_array(second, s.name)]
+        first = [s for s in first if not any(s is m for m in moving)]
+        second = substitute_stmts(moving + second, {name: ir.Var(new_name)})
+        first_loop = with_body(loop, first)
         second_loop = ir.Loop(new_name, loop.lo, loop.hi, loop.annotations, tuple(second))
         return replace_at(program, path, [first_loop, second_loop])
 
