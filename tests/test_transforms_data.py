@@ -1,5 +1,5 @@
-"""The data transformations: stage, accumulate, layout, inline, materialize (DESIGN.md
-section 4, TRANSFORMS.md pictures).
+"""The data transformations: stage, accumulate, layout, inline, materialize, expand
+(DESIGN.md section 4, TRANSFORMS.md pictures).
 
 Golden before/after texts, one test per refusal reason, and equivalence on the reference
 interpreter: every golden case, and sampled legal applications (alone and after splits and
@@ -22,7 +22,7 @@ from dojo_core.transforms import REGISTRY, apply_step, explain
 from dojo_core.transforms import footprint
 from dojo_core.transforms.base import NotApplicable
 
-MINE = ("stage", "accumulate", "layout", "inline", "materialize")
+MINE = ("stage", "accumulate", "layout", "inline", "materialize", "expand")
 
 
 def kernel(text: str):
@@ -411,6 +411,87 @@ for i2 in 0..N:
     B[i2 - 1, j2] = A[i2, j2]
 """
 
+ROWSUM = """\
+kernel rows(N = 6, M = 5)
+in  A: f32[N, M]
+out B: f32[N, M]
+
+for i in 0..N parallel:
+  local s: f32
+  s = 0
+  for j in 0..M:
+    s += A[i, j]
+  for k in 0..M:
+    B[i, k] = A[i, k] / s
+"""
+
+
+def test_expand_gives_each_iteration_its_slot():
+    golden(ROWSUM, ["expand s at i"], """\
+kernel rows(N = 6, M = 5)
+in  A: f32[N, M]
+out B: f32[N, M]
+
+local s: f32[N]
+for i in 0..N parallel:
+  s[i] = 0
+  for j in 0..M:
+    s[i] += A[i, j]
+  for k in 0..M:
+    B[i, k] = A[i, k] / s[i]
+""")
+
+
+def test_expand_lets_fission_split_a_writer_from_its_reader():
+    """Without the expansion the sum's local would be used on both sides of the split."""
+    program = kernel(ROWSUM)
+    assert "used both up to and after 'j'" in explain(program, "fission i after j")
+    after = golden(ROWSUM, ["expand s at i", "fission i after j"], """\
+kernel rows(N = 6, M = 5)
+in  A: f32[N, M]
+out B: f32[N, M]
+
+local s: f32[N]
+for i in 0..N parallel:
+  s[i] = 0
+  for j in 0..M:
+    s[i] += A[i, j]
+for i2 in 0..N parallel:
+  for k in 0..M:
+    B[i2, k] = A[i2, k] / s[i2]
+""")
+    assert REGISTRY["expand"].enumerate(after) == []       # no local left inside a loop
+
+
+def test_expand_of_a_split_loop_indexes_by_the_inner_iterator_and_keeps_dims():
+    source = """\
+kernel t(N = 8, M = 4)
+in  A: f32[N, M]
+out B: f32[N, M]
+
+for i0 in 0..N // 4:
+  for i1 in 2..6:
+    local u: f32[M]
+    for j in 0..M:
+      u[j] = A[4*i0 + i1 - 2, j] * 2
+    for k in 0..M:
+      B[4*i0 + i1 - 2, k] = u[k] + 1
+"""
+    golden(source, ["expand u at i1"], """\
+kernel t(N = 8, M = 4)
+in  A: f32[N, M]
+out B: f32[N, M]
+
+for i0 in 0..N // 4:
+  local u: f32[4, M]
+  for i1 in 2..6:
+    for j in 0..M:
+      u[i1 - 2, j] = A[4*i0 + i1 - 2, j] * 2
+    for k in 0..M:
+      B[4*i0 + i1 - 2, k] = u[i1 - 2, k] + 1
+""")
+
+
 TRIANGLE = """\
 kernel tri(N = 10)
 in  A: f32[N, N]
@@ -547,6 +628,43 @@ for i in 0..N:
   B[i] += A[i] * A[i]
 """
 
+REGISTER = """\
+kernel r(N = 4, M = 16)
+in  A: f32[N, M]
+out B: f32[N, M]
+
+for i in 0..N:
+  local acc: f32[M] in register
+  for j in 0..M:
+    acc[j] = A[i, j]
+  for k in 0..M:
+    B[i, k] = acc[k]
+"""
+
+GPU_LOCAL = """\
+kernel g(N = 64)
+in  A: f32[N]
+out B: f32[N]
+
+for i0 in 0..N // 32 gpu.block.x:
+  for i1 in 0..32 gpu.thread.x:
+    local t: f32
+    t = A[32*i0 + i1] * 2
+    B[32*i0 + i1] = t
+"""
+
+TRIANGLE_LOCAL = """\
+kernel tl(N = 6)
+in  A: f32[N, N]
+out B: f32[N, N]
+
+for i in 0..N:
+  for j in 0..i + 1:
+    local t: f32
+    t = A[i, j] + 1
+    B[i, j] = t
+"""
+
 REFUSALS = [
     # stage
     ("stage-no-loop", TILED, "stage B at q as Bt", "there is no loop 'q'"),
@@ -593,6 +711,15 @@ REFUSALS = [
      "the footprint of 'C' in 'j0' has 768 elements, more than the 256 that fit in registers"),
     ("acc-uninitialised", TRIANGLE, "accumulate L at i3 as acc",
      "L's elements in i3 are not all initialised before i3"),
+    # expand
+    ("expand-no-loop", ROWSUM, "expand s at q", "there is no loop 'q'"),
+    ("expand-not-declared-there", LOCALS, "expand u at j",
+     "'u' is not a local declared directly in the body of loop 'j'"),
+    ("expand-register", REGISTER, "expand acc at i", "'acc' lives in register storage, which "
+     "cannot grow by a loop's extent"),
+    ("expand-gpu", GPU_LOCAL, "expand t at i1", "loop 'i1' is bound to the GPU grid"),
+    ("expand-varying-extent", TRIANGLE_LOCAL, "expand t at j",
+     "loop 'j' has no constant extent at these sizes"),
     # layout
     ("layout-unknown", LOCALS, "layout Q 1 0", "there is no local or temp buffer 'Q'"),
     ("layout-interface", LOCALS, "layout A 1 0",
@@ -639,7 +766,8 @@ def test_refusal_reason(source, step, reason):
 
 @pytest.mark.parametrize("step", [
     "stage B at j0", "stage B at j0 as Bt in heap", "stage B j0 as Bt", "accumulate C at k as acc in shared",
-    "layout T", "layout T 1 x", "inline", "inline a b", "materialize s1", "materialize s1 to t"])
+    "layout T", "layout T 1 x", "inline", "inline a b", "materialize s1", "materialize s1 to t",
+    "expand", "expand t", "expand t i", "expand t at"])
 def test_usage_errors(step):
     with pytest.raises(NotApplicable):
         apply_step(kernel(TILED), step)
