@@ -41,12 +41,12 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..transforms import actions
 from .base import Agent, SearchResult
 from .embedding import HashedEmbedding
 from .features import (ACTION_DIM, FEATURE_DIM, MACRO_PREFIX, action_matrix, analyze,
                        state_features)
 from .macros import macro_moves
+from .search import searched_actions
 from .qnetwork import (QNetwork, ReplayBuffer, Transition, max_reward_target,
                        single_threaded_blas)
 
@@ -54,7 +54,6 @@ FAIL_REWARD = -1.0
 # trained by: python bench/qagent_transfer.py --holdout softmax --episodes 32 --max-depth 4
 #                 --weights dojo_core/agents/data/qagent.npz
 DEFAULT_WEIGHTS = Path(__file__).resolve().parent / "data" / "qagent.npz"
-SPLIT_FACTORS = (4, 8, 16, 32, 64, 128, 256)
 MAX_UNROLL = 32
 
 
@@ -115,17 +114,11 @@ class QAgent(Agent):
 
     def _atomic(self, program, gpu: bool) -> list:
         loops = analyze(program).loops
-        out = []
-        for a in actions(program):
-            words = a.text.split()
-            if a.kind == "bind" and not gpu:
-                continue
-            if a.kind == "split" and int(words[-1]) not in SPLIT_FACTORS:
-                continue
-            if a.kind == "unroll" and words[1] in loops and loops[words[1]].extent > MAX_UNROLL:
-                continue
-            out.append(a.text)
-        return out
+
+        def too_long(words):
+            return words[1] in loops and loops[words[1]].extent > MAX_UNROLL
+        return [a.text for a in searched_actions(program, gpu)
+                if not (a.kind == "unroll" and too_long(a.text.split()))]
 
     def encode(self, root_features: np.ndarray, program, texts: list) -> np.ndarray:
         """The input rows of (program, text) for every text: shape (len(texts), in_dim)."""

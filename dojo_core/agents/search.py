@@ -48,16 +48,19 @@ def default_prior(program, moves) -> list:
     return scores
 
 
+def searched_actions(program, gpu: bool = False) -> list:
+    """The legal actions an agent considers (deterministic order): all but ``bind`` without
+    a GPU and splits by factors outside SPLIT_FACTORS."""
+    return [a for a in actions(program)
+            if not (a.kind == "bind" and not gpu)
+            and not (a.kind == "split" and int(a.text.split()[-1]) not in SPLIT_FACTORS)]
+
+
 def candidate_moves(program, prior: Optional[Callable] = None, gpu: bool = False,
                     macros: bool = True) -> list:
     """The moves of a state, best-ranked first (deterministic)."""
     moves = macro_moves(program) if macros else []
-    for a in actions(program):
-        if a.kind == "bind" and not gpu:
-            continue
-        if a.kind == "split" and int(a.text.split()[-1]) not in SPLIT_FACTORS:
-            continue
-        moves.append(Move(a.text, (a.text,), a.kind))
+    moves += [Move(a.text, (a.text,), a.kind) for a in searched_actions(program, gpu)]
     scores = (prior or default_prior)(program, moves)
     order = sorted(range(len(moves)), key=lambda i: -scores[i])
     return [moves[i] for i in order]
