@@ -365,9 +365,9 @@ def test_emulated_hand_written_programs_match_the_interpreter(tmp_path):
 
 @pytest.mark.skipif(GXX is None, reason="g++ is not on PATH (needed by the CUDA emulation)")
 def test_emulated_random_walks_with_bindings_match_the_interpreter(tmp_path):
-    """Random legal walks biased to GPU moves (bind, split, stage) on a few kernels."""
+    """Random legal walks biased to GPU moves (bind, split, stage, expand) on a few kernels."""
     gc = _gpu_check()
-    kinds = {"bind", "split", "stage", "accumulate", "fission", "interchange"}
+    kinds = {"bind", "split", "stage", "accumulate", "fission", "interchange", "expand"}
     cases = []
     for name, seed in (("matmul", 1), ("softmax", 2), ("transpose", 3), ("rmsnorm", 4)):
         program = load_kernel(name, info(name).test_sizes)
