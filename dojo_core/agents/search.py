@@ -29,8 +29,8 @@ from .states import StateCache
 
 KIND_PRIOR = {"macro": 10.0, "vectorize": 6.0, "parallelize": 6.0, "accumulate": 4.0,
               "stage": 3.0, "unroll": 3.0, "interchange": 2.5, "fission": 2.0, "fuse": 2.0,
-              "split": 1.5, "hoist": 1.5, "reorder": 1.0, "merge": 1.0, "layout": 1.0, "expand": 1.0,
-              "materialize": 0.5, "inline": 0.5, "bind": 0.0}
+              "split": 1.5, "hoist": 1.5, "reorder": 1.0, "merge": 1.0, "layout": 1.0,
+              "expand": 1.0, "materialize": 0.5, "inline": 0.5, "bind": 0.0}
 SPLIT_FACTORS = {4, 8, 16, 32, 64, 128, 256}
 
 

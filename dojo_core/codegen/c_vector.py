@@ -514,7 +514,8 @@ class VectorLowering:
         the loop, where a square root and a division per vector cost more than the rest of
         a layernorm row), provided it reads no array the loop writes; anything cheaper is
         left in place."""
-        costly = any(isinstance(n, ir.Call) or (isinstance(n, ir.BinOp) and n.op in ("/", "//", "%"))
+        costly = any(isinstance(n, ir.Call)
+                     or (isinstance(n, ir.BinOp) and n.op in ("/", "//", "%"))
                      for n in ir.walk_expr(expr))
         read = {n.array for n in ir.walk_expr(expr) if isinstance(n, ir.Access)}
         if not costly or read & self._written:
