@@ -20,9 +20,9 @@ thread and at all threads:
   torch   PyTorch CPU if installed (``torch.matmul``, ``torch.bmm``, ``torch.softmax``,
           ``F.layer_norm``, ``F.conv2d`` (oneDNN), ``F.scaled_dot_product_attention``);
           skipped cleanly when absent. Those without an ``out=`` form allocate their output
-          at every call, as a user's call does: for softmax and layernorm (16 MiB out) the
-          median repetition pays page faults that the best repetition sometimes escapes,
-          so the two tables differ most there
+          at every call, as a user's call does; the previous result is released first, so
+          that the allocator hands the same block back (kept alive, a 16 MiB result is
+          mapped afresh at every call and pays a page fault per 4 KiB)
 
 numpy and PyTorch run in child processes, one per thread count, whose environment (theirs
 alone) has ``OPENBLAS_CORETYPE`` and ``OPENBLAS_L2_SIZE`` removed (set on some of these
