@@ -411,11 +411,13 @@ for i2 in 0..N:
     B[i2 - 1, j2] = A[i2, j2]
 """
 
-ROWSUM = """\
+ROWS_HEAD = """\
 kernel rows(N = 6, M = 5)
 in  A: f32[N, M]
 out B: f32[N, M]
 
+"""
+ROWSUM = ROWS_HEAD + """\
 for i in 0..N parallel:
   local s: f32
   s = 0
@@ -427,11 +429,7 @@ for i in 0..N parallel:
 
 
 def test_expand_gives_each_iteration_its_slot():
-    golden(ROWSUM, ["expand s at i"], """\
-kernel rows(N = 6, M = 5)
-in  A: f32[N, M]
-out B: f32[N, M]
-
+    golden(ROWSUM, ["expand s at i"], ROWS_HEAD + """\
 local s: f32[N]
 for i in 0..N parallel:
   s[i] = 0
@@ -446,11 +444,7 @@ def test_expand_lets_fission_split_a_writer_from_its_reader():
     """Without the expansion the sum's local would be used on both sides of the split."""
     program = kernel(ROWSUM)
     assert "used both up to and after 'j'" in explain(program, "fission i after j")
-    after = golden(ROWSUM, ["expand s at i", "fission i after j"], """\
-kernel rows(N = 6, M = 5)
-in  A: f32[N, M]
-out B: f32[N, M]
-
+    after = golden(ROWSUM, ["expand s at i", "fission i after j"], ROWS_HEAD + """\
 local s: f32[N]
 for i in 0..N parallel:
   s[i] = 0
