@@ -22,6 +22,8 @@ import numpy as np
 
 from .. import ir
 from ..poly import const_value
+from .scalar import (ADD, BIN_PREC, INTS, MUL, PRIMARY, UNARY, ValueLowering, context_type,
+                     int_tree, paren, promote)
 
 CTYPES = {"f32": "float", "f64": "double", "f16": "_Float16", "bf16": "float",
           "i32": "int32_t", "i64": "int64_t", "bool": "int"}
@@ -29,12 +31,6 @@ ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 4, "i32": 4, "i64": 8}
 NUMPY = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i32": np.int32,
          "i64": np.int64}
 FLOATS = ("f16", "f32", "f64")
-INTS = ("i32", "i64")
-
-# C operator precedence levels
-PRIMARY, UNARY, MUL, ADD, REL, EQ, COND = 16, 14, 13, 12, 10, 9, 3
-_BIN_PREC = {"+": ADD, "-": ADD, "*": MUL, "/": MUL, "<": REL, "<=": REL, ">": REL,
-             ">=": REL, "==": EQ, "!=": EQ}
 
 C_RESERVED = frozenset("""
 auto break case char const continue default do double else enum extern float for goto if
@@ -48,28 +44,10 @@ copysign copysignf clock_gettime timespec omp_set_num_threads main errno
 """.split())
 
 
-def context_type(dtype: str) -> str:
-    """The type statements into an array of this dtype compute in (bf16 computes as f32)."""
-    return "f32" if dtype == "bf16" else dtype
 
 
-def promote(a: str, b: str) -> str:
-    """numpy's result_type for the types that occur here."""
-    if a == b:
-        return a
-    if a == "bool":
-        return b
-    if b == "bool":
-        return a
-    if a in INTS and b in INTS:
-        return "i64"
-    if a in FLOATS and b in FLOATS:
-        return max(a, b, key=FLOATS.index)
-    return "f64"          # float and integer: numpy promotes to double
 
 
-def paren(code: str, prec: int, need: int) -> str:
-    return f"({code})" if prec < need else code
 
 
 def literal(value, t: str):
@@ -92,19 +70,6 @@ def literal(value, t: str):
     return text, (UNARY if text.startswith("-") else PRIMARY)
 
 
-def int_tree(expr) -> bool:
-    """Integer arithmetic of iterators, sizes and integer constants (as in the interpreter)."""
-    if isinstance(expr, ir.Const):
-        return isinstance(expr.value, int) and not isinstance(expr.value, bool)
-    if isinstance(expr, ir.Var):
-        return True
-    if isinstance(expr, ir.Neg):
-        return int_tree(expr.operand)
-    if isinstance(expr, ir.BinOp) and expr.op in ("+", "-", "*", "//", "%"):
-        return int_tree(expr.lhs) and int_tree(expr.rhs)
-    if isinstance(expr, ir.Call) and expr.func in ("min", "max") and len(expr.args) == 2:
-        return all(int_tree(a) for a in expr.args)
-    return False
 
 
 # --------------------------------------------------------------------------- helpers
@@ -229,8 +194,10 @@ class Buffer:
         return CTYPES[self.dtype]
 
 
-class ExprGen:
+class ExprGen(ValueLowering):
     """C text of index and value expressions for one program (see the module docstring)."""
+
+    CTYPES, FLOATS = CTYPES, FLOATS
 
     def __init__(self, program: ir.Program, names: dict, helpers: Helpers):
         self.program = program
@@ -251,7 +218,7 @@ class ExprGen:
             code, p = self.index(expr.operand)
             return f"-{paren(code, p, UNARY + 1)}", UNARY
         if isinstance(expr, ir.BinOp) and expr.op in ("+", "-", "*"):
-            p = _BIN_PREC[expr.op]
+            p = BIN_PREC[expr.op]
             (lc, lp), (rc, rp) = self.index(expr.lhs), self.index(expr.rhs)
             lc, rc = paren(lc, lp, p), paren(rc, rp, p + 1)
             if expr.op == "*" and isinstance(expr.lhs, ir.Const) and expr.lhs.value >= 0 \
@@ -300,125 +267,29 @@ class ExprGen:
         return f"{buf.cname}[{self.flat_index(buf, acc.indices)}]"
 
     # ------------------------------------------------------------------ values
+    # (ValueLowering: value, binop, call; these are its C hooks)
 
-    def cast(self, code, prec, src, dst):
-        if src == dst or src == "bool":
-            return code, prec
-        return f"({CTYPES[dst]}){paren(code, prec, UNARY)}", UNARY
+    def literal(self, value, t):
+        return literal(value, t)
 
-    def value(self, expr, T: str):
-        """(code, type, prec) of a value expression computed in context type T."""
-        if int_tree(expr):
-            v = const_value(expr, self.sizes)
-            if v is not None:
-                code, p = literal(v, T)
-                return code, T, p
-            code, p = self.index(expr)
-            code, p = self.cast(code, p, "i64", T)
-            return code, T, p
-        if isinstance(expr, ir.BinOp) and expr.op in ir.COMPARE_OPS \
-                and int_tree(expr.lhs) and int_tree(expr.rhs):
-            prec = _BIN_PREC[expr.op]
-            (lc, lp), (rc, rp) = self.index(expr.lhs), self.index(expr.rhs)
-            return f"{paren(lc, lp, prec)} {expr.op} {paren(rc, rp, prec + 1)}", "bool", prec
-        if isinstance(expr, ir.Const):
-            t = T if T in FLOATS else "f64"
-            code, p = literal(expr.value, t)
-            return code, t, p
-        if isinstance(expr, ir.Access):
-            buf = self.buffers[expr.array]
-            code, p = self.cast(self.lvalue(expr), PRIMARY, context_type(buf.dtype), T)
-            return code, T, p
-        if isinstance(expr, ir.Neg):
-            code, t, p = self.value(expr.operand, T)
-            return self._round16(f"-{paren(code, p, UNARY + 1)}", UNARY, t)
-        if isinstance(expr, ir.BinOp):
-            return self.binop(expr, T)
-        if isinstance(expr, ir.Call):
-            return self.call(expr, T)
-        raise ValueError(f"cannot translate {expr!r}")
+    def int_value(self, expr):
+        code, p = self.index(expr)
+        return code, p, "i64"
 
-    def _round16(self, code, prec, t):
+    def buffer(self, name, node):
+        return self.buffers[name]
+
+    def int_helper(self, name):
+        return self.helper(name)
+
+    def rounded(self, code, prec, t):
         """f16 arithmetic rounds after every operation (C computes _Float16 in float)."""
         if t == "f16":
             return f"(_Float16)({code})", t, UNARY
         return code, t, prec
 
-    def binop(self, expr, T):
-        (lc, lt, lp), (rc, rt, rp) = self.value(expr.lhs, T), self.value(expr.rhs, T)
-        t = promote(lt, rt)
-        lc, lp = self.cast(lc, lp, lt, t)
-        rc, rp = self.cast(rc, rp, rt, t)
-        op = expr.op
-        if op in ir.COMPARE_OPS:
-            prec = _BIN_PREC[op]
-            return f"{paren(lc, lp, prec)} {op} {paren(rc, rp, prec + 1)}", "bool", prec
-        if t in INTS and op in ("/", "//", "%"):
-            name = {"/": "div", "//": "floordiv", "%": "mod"}[op]
-            self.helpers.use(name)
-            code, prec = self.cast(f"dojo_{name}({lc}, {rc})", PRIMARY, "i64", t)
-            return code, t, prec
-        if op in ("//", "%"):
-            name = {"//": "ffloordiv", "%": "fmod"}[op]
-            self.helpers.use(f"{name}_{t}")
-            fn = "floordiv" if op == "//" else "mod"
-            return f"dojo_{fn}_{t}({lc}, {rc})", t, PRIMARY
-        prec = _BIN_PREC[op]
-        code = f"{paren(lc, lp, prec)} {op} {paren(rc, rp, prec + 1)}"
-        return self._round16(code, prec, t)
-
-    def call(self, expr, T):
-        f = expr.func
-        args = [self.value(a, T) for a in expr.args]
-        if f == "select":
-            (cc, ct, cp), (ac, at, ap), (bc, bt, bp) = args
-            if ct != "bool":
-                cc, cp = f"{paren(cc, cp, EQ)} != 0", EQ
-            t = promote(at, bt)
-            ac, ap = self.cast(ac, ap, at, t)
-            bc, bp = self.cast(bc, bp, bt, t)
-            return (f"{paren(cc, cp, COND + 1)} ? {paren(ac, ap, COND + 1)} : "
-                    f"{paren(bc, bp, COND)}"), t, COND
-        if f in ("exp", "log", "sqrt", "tanh", "erf", "rsqrt", "abs"):
-            code, t, p = args[0]
-            if f == "abs" and t in INTS + ("bool",):
-                self.helpers.use("abs")
-                code, p = self.cast(f"dojo_abs({code})", PRIMARY, "i64", t)
-                return code, t, p
-            if t not in FLOATS:
-                code, p = self.cast(code, p, t, "f64")
-                t = "f64"
-            name = "fabs" if f == "abs" else ("sqrt" if f == "rsqrt" else f)
-            arg = code if t != "f16" else f"(float){paren(code, p, UNARY)}"
-            fn = name if t == "f64" else name + "f"
-            call = f"{fn}({arg})"
-            if f == "rsqrt":
-                one = "1.0" if t == "f64" else "1.0f"
-                call = f"{one} / {call}"
-                if t == "f16":
-                    return f"(_Float16)({call})", t, UNARY
-                return call, t, MUL
-            if t == "f16":
-                return f"(_Float16){call}", t, UNARY
-            return call, t, PRIMARY
-        if f in ("max", "min", "pow"):
-            (ac, at, ap), (bc, bt, bp) = args
-            t = promote(at, bt)
-            if f == "pow" and t not in FLOATS:
-                t = "f64"
-            ac, ap = self.cast(ac, ap, at, t)
-            bc, bp = self.cast(bc, bp, bt, t)
-            if f == "pow":
-                if t == "f16":
-                    return f"(_Float16)powf((float){paren(ac, ap, UNARY)}, (float){paren(bc, bp, UNARY)})", t, UNARY
-                return f"{'pow' if t == 'f64' else 'powf'}({ac}, {bc})", t, PRIMARY
-            if t in INTS or t == "bool":
-                self.helpers.use(f)
-                code, p = self.cast(f"dojo_{f}({ac}, {bc})", PRIMARY, "i64", t)
-                return code, t, p
-            self.helpers.use(f"{f}_{t}")
-            return f"dojo_{f}_{t}({ac}, {bc})", t, PRIMARY
-        raise ValueError(f"unknown function {f}/{len(args)}")
+    def error(self, message, node):
+        return ValueError(message)
 
 
 __all__ = ["CTYPES", "ITEMSIZE", "ExprGen", "Buffer", "Helpers", "c_names", "context_type",

@@ -29,18 +29,15 @@ import numpy as np
 from .. import ir
 from ..errors import DojoError
 from ..poly import const_value
+from .scalar import (ADD, BIN_PREC, INTS, MUL, PRIMARY, UNARY, ValueLowering, context_type,
+                     int_tree, paren, promote)
 
 CTYPES = {"f32": "float", "f64": "double", "bf16": "float", "i32": "int", "i64": "long long",
           "bool": "bool"}
 ITEMSIZE = {"f32": 4, "f64": 8, "bf16": 4, "i32": 4, "i64": 8}
 NUMPY = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}
 FLOATS = ("f32", "f64")
-INTS = ("i32", "i64")
 INT32_MAX = 2**31 - 1
-
-PRIMARY, UNARY, MUL, ADD, REL, EQ, AND, COND = 16, 14, 13, 12, 10, 9, 5, 3
-_BIN_PREC = {"+": ADD, "-": ADD, "*": MUL, "/": MUL, "%": MUL, "<": REL, "<=": REL, ">": REL,
-             ">=": REL, "==": EQ, "!=": EQ}
 
 RESERVED = frozenset("""
 alignas alignof and asm auto bool break case catch char char16_t char32_t class const
@@ -66,27 +63,10 @@ class CudaCodegenError(DojoError):
         super().__init__(message, loc.line if loc else 1, loc.col if loc else 1)
 
 
-def context_type(dtype: str) -> str:
-    return "f32" if dtype == "bf16" else dtype
 
 
-def promote(a: str, b: str) -> str:
-    """numpy's result_type for the types that occur here."""
-    if a == b:
-        return a
-    if a == "bool":
-        return b
-    if b == "bool":
-        return a
-    if a in INTS and b in INTS:
-        return "i64"
-    if a in FLOATS and b in FLOATS:
-        return "f64"
-    return "f64"
 
 
-def paren(code: str, prec: int, need: int) -> str:
-    return f"({code})" if prec < need else code
 
 
 def literal(value, t: str):
@@ -108,19 +88,6 @@ def literal(value, t: str):
     return text, (UNARY if text.startswith("-") else PRIMARY)
 
 
-def int_tree(expr) -> bool:
-    """Integer arithmetic of iterators, sizes and integer constants (as in the interpreter)."""
-    if isinstance(expr, ir.Const):
-        return isinstance(expr.value, int) and not isinstance(expr.value, bool)
-    if isinstance(expr, ir.Var):
-        return True
-    if isinstance(expr, ir.Neg):
-        return int_tree(expr.operand)
-    if isinstance(expr, ir.BinOp) and expr.op in ("+", "-", "*", "//", "%"):
-        return int_tree(expr.lhs) and int_tree(expr.rhs)
-    if isinstance(expr, ir.Call) and expr.func in ("min", "max") and len(expr.args) == 2:
-        return all(int_tree(a) for a in expr.args)
-    return False
 
 
 def cuda_names(program: ir.Program) -> dict:
@@ -257,8 +224,12 @@ class Buffer:
 
 # --------------------------------------------------------------------------- expressions
 
-class ExprGen:
+class ExprGen(ValueLowering):
     """CUDA text of index and value expressions (see the module docstring)."""
+
+    CTYPES, FLOATS = CTYPES, FLOATS
+    INT_DIVISION = INTS + ("bool",)
+    NATIVE_RSQRT = True
 
     def __init__(self, program: ir.Program, names: dict, helpers: Helpers):
         self.program = program
@@ -306,7 +277,7 @@ class ExprGen:
             code, p = self.index(expr.operand, wide)
             return f"-{paren(code, p, UNARY + 1)}", UNARY
         if isinstance(expr, ir.BinOp) and expr.op in ("+", "-", "*"):
-            p = _BIN_PREC[expr.op]
+            p = BIN_PREC[expr.op]
             (lc, lp), (rc, rp) = self.index(expr.lhs, wide), self.index(expr.rhs, wide)
             return f"{paren(lc, lp, p)} {expr.op} {paren(rc, rp, p + 1)}", p
         if isinstance(expr, ir.BinOp) and expr.op in ("//", "%"):
@@ -359,108 +330,28 @@ class ExprGen:
         return f"{buf.cname}[{self.flat_index(buf, acc.indices)}]"
 
     # ------------------------------------------------------------------ values
+    # (ValueLowering: value, binop, call; these are its CUDA hooks)
 
-    def cast(self, code, prec, src, dst):
-        if src == dst or src == "bool":
-            return code, prec
-        return f"({CTYPES[dst]}){paren(code, prec, UNARY)}", UNARY
+    def literal(self, value, t):
+        return literal(value, t)
 
-    def value(self, expr, T: str):
-        """(code, type, prec) of a value expression computed in context type T."""
-        if int_tree(expr):
-            v = const_value(expr, self.sizes)
-            if v is not None:
-                code, p = literal(v, T)
-                return code, T, p
-            wide = any(isinstance(n, ir.BinOp) and n.op == "*" for n in ir.walk_expr(expr))
-            code, p = self.index(expr, wide)
-            code, p = self.cast(code, p, "i64" if wide else "i32", T)
-            return code, T, p
-        if isinstance(expr, ir.BinOp) and expr.op in ir.COMPARE_OPS \
-                and int_tree(expr.lhs) and int_tree(expr.rhs):
-            prec = _BIN_PREC[expr.op]
-            (lc, lp), (rc, rp) = self.index(expr.lhs), self.index(expr.rhs)
-            return f"{paren(lc, lp, prec)} {expr.op} {paren(rc, rp, prec + 1)}", "bool", prec
-        if isinstance(expr, ir.Const):
-            t = T if T in FLOATS else "f64"
-            code, p = literal(expr.value, t)
-            return code, t, p
-        if isinstance(expr, ir.Access):
-            buf = self.buffers.get(expr.array)
-            if buf is None:
-                raise CudaCodegenError(f"'{expr.array}' is not visible here", expr)
-            code, p = self.cast(self.lvalue(expr), PRIMARY, context_type(buf.dtype), T)
-            return code, T, p
-        if isinstance(expr, ir.Neg):
-            code, t, p = self.value(expr.operand, T)
-            return f"-{paren(code, p, UNARY + 1)}", t, UNARY
-        if isinstance(expr, ir.BinOp):
-            return self.binop(expr, T)
-        if isinstance(expr, ir.Call):
-            return self.call(expr, T)
-        raise CudaCodegenError(f"cannot translate {expr!r}", expr)
+    def int_value(self, expr):
+        """int arithmetic, or long long where a product could overflow int."""
+        wide = any(isinstance(n, ir.BinOp) and n.op == "*" for n in ir.walk_expr(expr))
+        code, p = self.index(expr, wide)
+        return code, p, "i64" if wide else "i32"
 
-    def binop(self, expr, T):
-        (lc, lt, lp), (rc, rt, rp) = self.value(expr.lhs, T), self.value(expr.rhs, T)
-        t = promote(lt, rt)
-        lc, lp = self.cast(lc, lp, lt, t)
-        rc, rp = self.cast(rc, rp, rt, t)
-        op = expr.op
-        if op in ir.COMPARE_OPS:
-            prec = _BIN_PREC[op]
-            return f"{paren(lc, lp, prec)} {op} {paren(rc, rp, prec + 1)}", "bool", prec
-        if t in INTS + ("bool",) and op in ("/", "//", "%"):
-            name = {"/": "div", "//": "floordiv", "%": "mod"}[op] + "_i64"
-            self.helpers.use(name)
-            code, prec = self.cast(f"dojo_{name}({lc}, {rc})", PRIMARY, "i64", t)
-            return code, t, prec
-        if op in ("//", "%"):
-            name = {"//": "ffloordiv", "%": "fmod"}[op]
-            self.helpers.use(f"{name}_{t}")
-            fn = "floordiv" if op == "//" else "mod"
-            return f"dojo_{fn}_{t}({lc}, {rc})", t, PRIMARY
-        prec = _BIN_PREC[op]
-        return f"{paren(lc, lp, prec)} {op} {paren(rc, rp, prec + 1)}", t, prec
+    def buffer(self, name, node):
+        buf = self.buffers.get(name)
+        if buf is None:
+            raise CudaCodegenError(f"'{name}' is not visible here", node)
+        return buf
 
-    def call(self, expr, T):
-        f = expr.func
-        args = [self.value(a, T) for a in expr.args]
-        if f == "select":
-            (cc, ct, cp), (ac, at, ap), (bc, bt, bp) = args
-            if ct != "bool":
-                cc, cp = f"{paren(cc, cp, EQ)} != 0", EQ
-            t = promote(at, bt)
-            ac, ap = self.cast(ac, ap, at, t)
-            bc, bp = self.cast(bc, bp, bt, t)
-            return (f"{paren(cc, cp, COND + 1)} ? {paren(ac, ap, COND + 1)} : "
-                    f"{paren(bc, bp, COND)}"), t, COND
-        if f in ("exp", "log", "sqrt", "tanh", "erf", "rsqrt", "abs"):
-            code, t, p = args[0]
-            if f == "abs" and t in INTS + ("bool",):
-                self.helpers.use("abs_i64")
-                code, p = self.cast(f"dojo_abs_i64({code})", PRIMARY, "i64", t)
-                return code, t, p
-            if t not in FLOATS:
-                code, p = self.cast(code, p, t, "f64")
-                t = "f64"
-            name = "fabs" if f == "abs" else f
-            return f"{name if t == 'f64' else name + 'f'}({code})", t, PRIMARY
-        if f in ("max", "min", "pow"):
-            (ac, at, ap), (bc, bt, bp) = args
-            t = promote(at, bt)
-            if f == "pow" and t not in FLOATS:
-                t = "f64"
-            ac, ap = self.cast(ac, ap, at, t)
-            bc, bp = self.cast(bc, bp, bt, t)
-            if f == "pow":
-                return f"{'pow' if t == 'f64' else 'powf'}({ac}, {bc})", t, PRIMARY
-            if t in INTS or t == "bool":
-                self.helpers.use(f"{f}_i64")
-                code, p = self.cast(f"dojo_{f}_i64({ac}, {bc})", PRIMARY, "i64", t)
-                return code, t, p
-            self.helpers.use(f"{f}_{t}")
-            return f"dojo_{f}_{t}({ac}, {bc})", t, PRIMARY
-        raise CudaCodegenError(f"unknown function {f}/{len(args)}", expr)
+    def int_helper(self, name):
+        return self.helper(f"{name}_i64")
+
+    def error(self, message, node):
+        return CudaCodegenError(message, node)
 
     # ------------------------------------------------------------------ statements
 
