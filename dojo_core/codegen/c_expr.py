@@ -23,7 +23,7 @@ import numpy as np
 from .. import ir
 from ..poly import const_value
 from .scalar import (ADD, BIN_PREC, INTS, MUL, PRIMARY, UNARY, ValueLowering, context_type,
-                     int_tree, paren, promote)
+                     int_tree, paren, promote, safe_names)
 
 CTYPES = {"f32": "float", "f64": "double", "f16": "_Float16", "bf16": "float",
           "i32": "int32_t", "i64": "int64_t", "bool": "int"}
@@ -157,27 +157,8 @@ class Helpers:
 # --------------------------------------------------------------------------- names
 
 def c_names(program: ir.Program) -> dict:
-    """IR name -> C identifier: names that would clash with C keywords, the functions and
-    macros the generated code uses, or the generator's own ``dojo_`` names get a ``_``
-    suffix (repeated until unique)."""
-    taken = set()
-    names = [n for n, _ in program.sizes] + [d.name for d in program.arrays]
-    for stmt in ir.walk_stmts(program.body):
-        if isinstance(stmt, ir.Loop):
-            names.append(stmt.iterator)
-        elif isinstance(stmt, ir.Local):
-            names.append(stmt.name)
-    plain = set(names)
-    out = {}
-    for n in names:
-        c = n
-        if c in C_RESERVED or c.startswith(("dojo_", "_")):
-            c = n + "_"
-            while c in plain or c in taken or c in C_RESERVED:
-                c += "_"
-        out[n] = c
-        taken.add(c)
-    return out
+    """IR name -> C identifier (``scalar.safe_names`` with C's reserved names)."""
+    return safe_names(program, C_RESERVED)
 
 
 # --------------------------------------------------------------------------- expressions

@@ -30,7 +30,7 @@ from .. import ir
 from ..errors import DojoError
 from ..poly import const_value
 from .scalar import (ADD, BIN_PREC, INTS, MUL, PRIMARY, UNARY, ValueLowering, context_type,
-                     int_tree, paren, promote)
+                     int_tree, paren, promote, safe_names)
 
 CTYPES = {"f32": "float", "f64": "double", "bf16": "float", "i32": "int", "i64": "long long",
           "bool": "bool"}
@@ -91,25 +91,9 @@ def literal(value, t: str):
 
 
 def cuda_names(program: ir.Program) -> dict:
-    """IR name -> C identifier: names that clash with C++/CUDA keywords, builtins, the
-    functions and macros the generated code uses, or start with ``dojo_``/``_`` (the
-    generator's own names) get a ``_`` suffix (repeated until unique)."""
-    names = [n for n, _ in program.sizes] + [d.name for d in program.arrays]
-    for stmt in ir.walk_stmts(program.body):
-        if isinstance(stmt, ir.Loop):
-            names.append(stmt.iterator)
-        elif isinstance(stmt, ir.Local):
-            names.append(stmt.name)
-    plain, taken, out = set(names), set(), {}
-    for n in names:
-        c = n
-        if c in RESERVED or c.startswith(("dojo_", "_")):
-            c = n + "_"
-            while c in plain or c in taken or c in RESERVED:
-                c += "_"
-        out[n] = c
-        taken.add(c)
-    return out
+    """IR name -> C identifier (``scalar.safe_names`` with C++/CUDA's reserved names and
+    builtins)."""
+    return safe_names(program, RESERVED)
 
 
 # --------------------------------------------------------------------------- helpers

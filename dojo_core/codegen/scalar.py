@@ -32,6 +32,28 @@ FLOAT_ORDER = ("f16", "f32", "f64")
 UNARY_FUNCTIONS = ("exp", "log", "sqrt", "tanh", "erf", "rsqrt", "abs")
 
 
+def safe_names(program: ir.Program, reserved: frozenset) -> dict:
+    """IR name -> C identifier: names in ``reserved`` (the language's keywords, the functions
+    and macros the generated code uses) or starting with ``dojo_``/``_`` (the generator's own
+    names) get a ``_`` suffix, repeated until unique."""
+    names = [n for n, _ in program.sizes] + [d.name for d in program.arrays]
+    for stmt in ir.walk_stmts(program.body):
+        if isinstance(stmt, ir.Loop):
+            names.append(stmt.iterator)
+        elif isinstance(stmt, ir.Local):
+            names.append(stmt.name)
+    plain, taken, out = set(names), set(), {}
+    for n in names:
+        c = n
+        if c in reserved or c.startswith(("dojo_", "_")):
+            c = n + "_"
+            while c in plain or c in taken or c in reserved:
+                c += "_"
+        out[n] = c
+        taken.add(c)
+    return out
+
+
 def context_type(dtype: str) -> str:
     """The type statements into an array of this dtype compute in (bf16 computes as f32)."""
     return "f32" if dtype == "bf16" else dtype
