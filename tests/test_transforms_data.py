@@ -457,6 +457,24 @@ for i2 in 0..N parallel:
     assert REGISTRY["expand"].enumerate(after) == []       # no local left inside a loop
 
 
+def test_expand_of_a_stack_local_lets_the_generators_place_it():
+    golden(ROWS_HEAD + """\
+for i in 0..N:
+  local u: f32[M] in stack
+  for j in 0..M:
+    u[j] = A[i, j] + 1
+  for k in 0..M:
+    B[i, k] = u[k] * 2
+""", ["expand u at i"], ROWS_HEAD + """\
+local u: f32[N, M]
+for i in 0..N:
+  for j in 0..M:
+    u[i, j] = A[i, j] + 1
+  for k in 0..M:
+    B[i, k] = u[i, k] * 2
+""")
+
+
 def test_expand_of_a_split_loop_indexes_by_the_inner_iterator_and_keeps_dims():
     source = """\
 kernel t(N = 8, M = 4)
@@ -647,6 +665,19 @@ for i0 in 0..N // 32 gpu.block.x:
     B[32*i0 + i1] = t
 """
 
+BIG_LOCAL = """\
+kernel bl(N = 2048, M = 1024)
+in  A: f32[N, M]
+out B: f32[N, M]
+
+for i in 0..N:
+  local t: f32[M]
+  for j in 0..M:
+    t[j] = A[i, j] * 2
+  for k in 0..M:
+    B[i, k] = t[k]
+"""
+
 TRIANGLE_LOCAL = """\
 kernel tl(N = 6)
 in  A: f32[N, N]
@@ -714,6 +745,9 @@ REFUSALS = [
     ("expand-gpu", GPU_LOCAL, "expand t at i1", "loop 'i1' is bound to the GPU grid"),
     ("expand-varying-extent", TRIANGLE_LOCAL, "expand t at j",
      "loop 'j' has no constant extent at these sizes"),
+    ("expand-too-big", BIG_LOCAL, "expand t at i",
+     "'t' expanded over 'i' would have 2097152 elements, more than the 1048576 a local "
+     "buffer may hold"),
     # layout
     ("layout-unknown", LOCALS, "layout Q 1 0", "there is no local or temp buffer 'Q'"),
     ("layout-interface", LOCALS, "layout A 1 0",

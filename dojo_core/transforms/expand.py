@@ -14,14 +14,20 @@ it (the checker refuses a read before a write), so each iteration had its own co
 has its own slot, which no other iteration touches; every value flows as before. This is
 what lets `fission` split L between the statement that writes T and one that reads it (the
 row sums of attention, wanted after the product with V). Refused: an extent of L that is not
-constant at the program's sizes, `in register` and `shared` locals (a register tile or a
-block's shared buffer does not grow by a loop's extent), and loops bound to the GPU grid
-(the slot array would have to live outside the generated kernel).
+constant at the program's sizes, `in register` and `in shared` locals (a register tile or a
+block's shared buffer does not grow by a loop's extent), an expanded buffer of more elements
+than a local may hold (footprint.MAX_ELEMENTS), and loops bound to the GPU grid (the slot
+array would have to live outside the generated kernel). An `in stack` local loses that
+placement: the code generators place the expanded buffer by its size.
 """
 from __future__ import annotations
 
+from math import prod
+
 from .. import ir
 from ..affine import simplify, sub
+from ..poly import const_value
+from . import footprint as fp
 from . import scope
 from .base import Transformation
 from .util import extent, find_loop, replace_at, with_body
@@ -53,12 +59,17 @@ class Expand(Transformation):
         decl = next((s for s in loop.body if isinstance(s, ir.Local) and s.name == name), None)
         if decl is None:
             return f"'{name}' is not a local declared directly in the body of loop '{where}'"
-        if decl.space is not None:
+        if decl.space in ("register", "shared"):
             return f"'{name}' lives in {decl.space} storage, which cannot grow by a loop's extent"
         if any(a.startswith("gpu.") for a in loop.annotations):
             return f"loop '{where}' is bound to the GPU grid"
-        if extent(loop, program.size_values) is None:
+        count = extent(loop, program.size_values)
+        if count is None:
             return f"loop '{where}' has no constant extent at these sizes"
+        size = count * prod(const_value(d, program.size_values) for d in decl.dims)
+        if size > fp.MAX_ELEMENTS:
+            return (f"'{name}' expanded over '{where}' would have {size} elements, more than "
+                    f"the {fp.MAX_ELEMENTS} a local buffer may hold")
         return None
 
     def apply(self, program, params):
