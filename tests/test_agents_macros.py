@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from dojo_core import interp
-from dojo_core.agents.macros import (_last_dim_layout, macro_moves, tile_moves,
-                                     vectorize_inner_steps)
+from dojo_core.agents.macros import (_last_dim_layout, distribute_steps, macro_moves,
+                                     tile_moves, vectorize_inner_steps)
 from dojo_core.kernels import load_kernel, random_inputs
 from dojo_core.parser import parse
 from dojo_core.printer import print_program
@@ -104,6 +104,25 @@ for i in 0..N:
 def test_vectorize_inner_skips_register_copies_and_short_loops():
     program = parse(TILE_COPY)
     assert vectorize_inner_steps(program) == ["vectorize k"]
+
+
+def test_vectorize_inner_skips_strided_loops():
+    """Naive matmul's k loop reads B[k, j] with a stride: a gather, left scalar."""
+    assert vectorize_inner_steps(load_kernel("matmul")) == []
+    program = replay(load_kernel("matmul"), ["fission j after s0"])
+    assert vectorize_inner_steps(program) == ["vectorize j"]      # the unit-stride init
+
+
+def test_distribute_expands_locals_to_free_a_contraction():
+    """Attention's scores and P @ V become perfect nests (tile macros over queries x keys)
+    once the row max and row sum have a slot per row; a kernel without a contraction in
+    the loop keeps its locals (softmax: three passes over one row stay in one loop)."""
+    program = load_kernel("attention", SMALL["attention"])
+    steps = distribute_steps(program)
+    assert "expand m at i" in steps and any(t.startswith("expand s at ") for t in steps)
+    labels = {m.label for m in tile_moves(program)}
+    assert any(label.startswith("tile i4/") for label in labels)           # the scores
+    assert not any(t.startswith("expand") for t in distribute_steps(load_kernel("softmax")))
 
 
 def test_last_dim_layout():

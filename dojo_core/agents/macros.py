@@ -81,16 +81,21 @@ def _parents(program) -> dict:
 
 
 def vectorize_inner_steps(program) -> list:
-    """Vectorize steps for the innermost loops, except loops of fewer than 4 iterations and
-    the loops that only copy a register tile in or out: gcc keeps such a tile in registers
-    when those copies are scalar, and spills it when they are vector loads and stores
-    (measured: 8x32 matmul tile, 230 vs 125 GFLOP/s on Zen 5)."""
+    """Vectorize steps for the innermost loops whose accesses are all unit-stride or
+    invariant in the loop (a strided access becomes a gather: attention's P @ V with the
+    key loop innermost ran slower vectorized than scalar), except loops of fewer than 4
+    iterations and the loops that only copy a register tile in or out: gcc keeps such a
+    tile in registers when those copies are scalar, and spills it when they are vector loads
+    and stores (measured: 8x32 matmul tile, 230 vs 125 GFLOP/s on Zen 5)."""
     legal = {a.text for a in actions(program) if a.kind == "vectorize"}
     registers = {s.name for s in ir.walk_stmts(program.body)
                  if isinstance(s, ir.Local) and s.space == "register"}
+    from .features import analyze        # features imports this module
+    loops = analyze(program).loops
     inner = [l for l in ir.loops(program) if not any(isinstance(s, ir.Loop) for s in l.body)]
     return [f"vectorize {l.iterator}" for l in inner if f"vectorize {l.iterator}" in legal
             and not _copies_register_tile(l, registers)
+            and not (l.iterator in loops and loops[l.iterator].counts["strided"])
             and (_extent(program, l.iterator) or 4) >= 4]
 
 
@@ -127,9 +132,12 @@ def _finish(b: _Builder, vectorize=True, parallelize=True) -> None:
 
 
 def distribute_steps(program) -> list:
-    """Fissions (legal ones) until no loop mixes statements with loops or holds several loops."""
+    """Fissions (legal ones) until no loop mixes statements with loops or holds several loops.
+    In a loop that holds a contraction (a nest of two or more loops reducing into an array),
+    a local used on both sides of a cut is expanded first (one slot per iteration), so that
+    the contraction can become a perfect nest of its own."""
     b = _Builder(program)
-    for _ in range(12):
+    for _ in range(16):
         names = {id(s): f"s{i}" for i, s in enumerate(ir.assignments(b.program))}
         done = True
         for loop in ir.loops(b.program):
@@ -140,7 +148,8 @@ def distribute_steps(program) -> list:
                 head = body[k]
                 ref = names.get(id(head)) if isinstance(head, ir.Assign) else \
                     head.iterator if isinstance(head, ir.Loop) else None
-                if ref and b.maybe(f"fission {loop.iterator} after {ref}"):
+                if ref and (b.maybe(f"fission {loop.iterator} after {ref}")
+                            or _fission_expanding(b, loop, k, ref)):
                     done = False
                     break
             if not done:
@@ -148,6 +157,39 @@ def distribute_steps(program) -> list:
         if done:
             break
     return b.steps
+
+
+def _holds_contraction(loop) -> bool:
+    """A reduction into an array two or more loops below loop's body (a matmul-like nest)."""
+    def go(body, depth):
+        return any(go(s.body, depth + 1) if isinstance(s, ir.Loop)
+                   else isinstance(s, ir.Assign) and s.op != "=" and bool(s.target.indices)
+                   and depth >= 2 for s in body)
+    return go(loop.body, 0)
+
+
+def _fission_expanding(b: _Builder, loop, k: int, ref: str) -> bool:
+    """`fission loop after ref` after expanding the locals of loop used on both sides of
+    the cut, when loop holds a contraction; the builder is unchanged when that fails."""
+    if not _holds_contraction(loop):
+        return False
+    first, second = loop.body[:k + 1], loop.body[k + 1:]
+    shared = [s.name for s in first if isinstance(s, ir.Local)
+              and _reads_or_writes(first, s.name) and _reads_or_writes(second, s.name)]
+    if not shared:
+        return False
+    trial = _Builder(b.program)
+    if all(trial.maybe(f"expand {name} at {loop.iterator}") for name in shared) \
+            and trial.maybe(f"fission {loop.iterator} after {ref}"):
+        b.program, b.steps = trial.program, b.steps + trial.steps
+        return True
+    return False
+
+
+def _reads_or_writes(stmts, name: str) -> bool:
+    return any(isinstance(e, ir.Access) and e.array == name
+               for s in ir.walk_stmts(stmts) if isinstance(s, ir.Assign)
+               for e in [s.target, *ir.walk_expr(s.value)])
 
 
 def _perfect_reduction_nests(program) -> list:
