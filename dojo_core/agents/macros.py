@@ -9,7 +9,8 @@ Ansor / MetaSchedule sketches use):
 * ``vectorize inner``: vectorize every innermost loop that can be (unit-stride lanes).
 * ``parallelize outer``: parallelize every outermost loop that can be.
 * ``distribute``: fission loops whose body mixes statements and loops, so that reductions
-  form perfect nests (an init nest and an update nest).
+  form perfect nests (an init nest and an update nest); in a loop that holds a
+  contraction, a local used on both sides of a cut is expanded first (scalar expansion).
 * ``tile a x b x r``: register tiling of a perfect reduction nest ``... a b ... r ...`` with
   a reduction statement ``T[...] op= ...``: split a spatial loop ``a`` by ``ta``, the
   spatial loop ``b`` of ``T``'s last index by ``tb``, the outermost reduction loop by
