@@ -33,21 +33,6 @@ def numpy_dtype(dtype: str) -> np.dtype:
     return np.dtype(table[dtype])
 
 
-def _int_tree(expr) -> bool:
-    """True for integer expressions of iterators, sizes and integer constants."""
-    if isinstance(expr, ir.Const):
-        return isinstance(expr.value, int) and not isinstance(expr.value, bool)
-    if isinstance(expr, ir.Var):
-        return True
-    if isinstance(expr, ir.Neg):
-        return _int_tree(expr.operand)
-    if isinstance(expr, ir.BinOp) and expr.op in ("+", "-", "*", "//", "%"):
-        return _int_tree(expr.lhs) and _int_tree(expr.rhs)
-    if isinstance(expr, ir.Call) and expr.func in ("min", "max") and len(expr.args) == 2:
-        return all(_int_tree(a) for a in expr.args)
-    return False
-
-
 class Array:
     """A declared array or local: IR dtype, numpy dtype and dims as index-code strings."""
 
@@ -166,7 +151,7 @@ class Translator:
         ``vec`` is None in scalar code, else the set of array iterators."""
         isvec = vec is not None
         vset = vec or frozenset()
-        if _int_tree(expr):
+        if ir.int_tree(expr):
             # integer arithmetic of iterators, sizes and integer constants: exact, then T
             if not uses_vars(expr, scope["iters"]):
                 return self.const(eval_int(expr, self.sizes), T), T
@@ -175,7 +160,7 @@ class Translator:
                 return f"np.asarray({code}).astype({self.dtype_name(T)})", T
             return f"{self.dtype_name(T)}({code})", T
         if isinstance(expr, ir.BinOp) and expr.op in ir.COMPARE_OPS \
-                and _int_tree(expr.lhs) and _int_tree(expr.rhs):
+                and ir.int_tree(expr.lhs) and ir.int_tree(expr.rhs):
             lhs, rhs = self.index(expr.lhs, scope, vset), self.index(expr.rhs, scope, vset)
             return f"({lhs} {expr.op} {rhs})", BOOL
         if isinstance(expr, ir.Const):      # a float constant

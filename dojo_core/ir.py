@@ -204,6 +204,23 @@ def walk_expr(expr) -> Iterator:
             yield from walk_expr(a)
 
 
+def int_tree(expr) -> bool:
+    """True for integer arithmetic of iterators, sizes and integer constants: the
+    expressions the interpreter (and the code generators after it) compute exactly as
+    integers before converting them to the statement's type."""
+    if isinstance(expr, Const):
+        return isinstance(expr.value, int) and not isinstance(expr.value, bool)
+    if isinstance(expr, Var):
+        return True
+    if isinstance(expr, Neg):
+        return int_tree(expr.operand)
+    if isinstance(expr, BinOp) and expr.op in ("+", "-", "*", "//", "%"):
+        return int_tree(expr.lhs) and int_tree(expr.rhs)
+    if isinstance(expr, Call) and expr.func in ("min", "max") and len(expr.args) == 2:
+        return all(int_tree(a) for a in expr.args)
+    return False
+
+
 def walk_stmts(body) -> Iterator:
     """Yield every statement of a body in textual order, loops before their bodies."""
     for stmt in body:

@@ -21,6 +21,7 @@ precedences, numpy's type promotion, and the lowering of scalar values -- casts,
 from __future__ import annotations
 
 from .. import ir
+from ..ir import int_tree
 from ..poly import const_value
 
 # C operator precedence levels
@@ -76,21 +77,6 @@ def promote(a: str, b: str) -> str:
 
 def paren(code: str, prec: int, need: int) -> str:
     return f"({code})" if prec < need else code
-
-
-def int_tree(expr) -> bool:
-    """Integer arithmetic of iterators, sizes and integer constants (as in the interpreter)."""
-    if isinstance(expr, ir.Const):
-        return isinstance(expr.value, int) and not isinstance(expr.value, bool)
-    if isinstance(expr, ir.Var):
-        return True
-    if isinstance(expr, ir.Neg):
-        return int_tree(expr.operand)
-    if isinstance(expr, ir.BinOp) and expr.op in ("+", "-", "*", "//", "%"):
-        return int_tree(expr.lhs) and int_tree(expr.rhs)
-    if isinstance(expr, ir.Call) and expr.func in ("min", "max") and len(expr.args) == 2:
-        return all(int_tree(a) for a in expr.args)
-    return False
 
 
 class ValueLowering:
