@@ -34,6 +34,7 @@ from itertools import product
 from .. import ir
 from ..transforms import actions, apply_step
 from ..transforms.base import NotApplicable
+from ..transforms.fission import uses_array
 from ..transforms.split import split_names
 
 
@@ -176,7 +177,7 @@ def _fission_expanding(b: _Builder, loop, k: int, ref: str) -> bool:
         return False
     first, second = loop.body[:k + 1], loop.body[k + 1:]
     shared = [s.name for s in first if isinstance(s, ir.Local)
-              and _reads_or_writes(first, s.name) and _reads_or_writes(second, s.name)]
+              and uses_array(first, s.name) and uses_array(second, s.name)]
     if not shared:
         return False
     trial = _Builder(b.program)
@@ -185,12 +186,6 @@ def _fission_expanding(b: _Builder, loop, k: int, ref: str) -> bool:
         b.program, b.steps = trial.program, b.steps + trial.steps
         return True
     return False
-
-
-def _reads_or_writes(stmts, name: str) -> bool:
-    return any(isinstance(e, ir.Access) and e.array == name
-               for s in ir.walk_stmts(stmts) if isinstance(s, ir.Assign)
-               for e in [s.target, *ir.walk_expr(s.value)])
 
 
 def _perfect_reduction_nests(program) -> list:
