@@ -1,0 +1,109 @@
+"""Parallel loops in the generated C (dojo_core/codegen/parallel.py): a parallel loop without
+explicit vector code becomes an outlined function with ``restrict`` parameters called from
+an OpenMP region; the outputs equal the interpreter's at one and two threads; the cases
+it declines keep an inline ``omp parallel for``.
+
+Regenerate the golden C (after reviewing the change!) with
+DOJO_UPDATE_GOLDEN=1 pytest tests/test_codegen_parallel.py -k golden.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from dojo_core import harness, interp
+from dojo_core.codegen import generate_c
+from dojo_core.kernels import random_inputs
+from dojo_core.printer import print_program
+from dojo_core.source import load_source
+from dojo_core.suite import load as load_suite
+from dojo_core.walks import replay
+
+GOLDEN = Path(__file__).parent / "golden" / "c"
+
+TWO_GEMMS = load_suite("k2mm", "f32", "test")
+
+NESTED = """\
+kernel nested(B = 3, N = 37)
+in  X: f32[B, N]
+out Y: f32[B, N]
+out Z: f32[B]
+
+for b in 0..B:
+  local s: f32
+  local row: f32[N]
+  s = X[b, 0] + 1
+  for c in 0..N:
+    row[c] = X[b, c] * 2
+  for i in 0..N parallel:
+    Y[b, i] = row[i] * s + b
+  Z[b] = s
+"""
+
+WRITES_OUTER_SCALAR = """\
+kernel carried(N = 1)
+in  X: f32[N]
+out Y: f32[N]
+
+local s: f32
+s = 0
+for i in 0..N parallel:
+  s += X[i]
+for j in 0..N:
+  Y[j] = s
+"""
+
+
+def assert_matches_interp(program, threads):
+    inputs = random_inputs(program, 3)
+    got = harness.run_c(program, inputs, opt="-O2", threads=threads)
+    errors = harness.compare(got, interp.run(program, inputs), program)
+    assert all(e <= 1 for e in errors.values()), \
+        f"{errors} at {threads} threads\n{print_program(program)}\n{generate_c(program)}"
+
+
+def test_golden_parallel_outer_loops_are_outlined():
+    program = replay(TWO_GEMMS, ["parallelize i", "parallelize i2"])
+    text = generate_c(program, "x86-avx2")
+    path = GOLDEN / "k2mm_parallel.c"
+    if os.environ.get("DOJO_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text()
+    assert text.count("#pragma omp parallel\n") == 2 and "omp parallel for" not in text
+    assert ("static void dojo_kernel_par1(int64_t dojo_lo, int64_t dojo_hi, "
+            "const float *restrict alpha, float *restrict tmp, const float *restrict A, "
+            "const float *restrict B)") in text
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_outlined_loops_compute_what_the_interpreter_does(threads):
+    assert_matches_interp(replay(TWO_GEMMS, ["parallelize i", "parallelize i2"]), threads)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_enclosing_iterators_and_locals_reach_the_outlined_function(threads):
+    program = load_source(NESTED)
+    text = generate_c(program, "x86-avx2")
+    assert ("static void dojo_kernel_par1(int64_t dojo_lo, int64_t dojo_hi, "
+            "float *restrict Y, const float *restrict row, int64_t b, float s)") in text
+    assert_matches_interp(program, threads)
+
+
+def test_a_loop_writing_an_enclosing_scalar_stays_inline():
+    program = load_source(WRITES_OUTER_SCALAR)
+    text = generate_c(program, "x86-avx2")
+    assert "#pragma omp parallel for" in text and "_par1(" not in text
+    assert_matches_interp(program, 1)
+
+
+def test_a_parallel_loop_holding_explicit_vector_code_stays_inline():
+    program = replay(TWO_GEMMS, ["parallelize i2", "vectorize k2"])
+    text = generate_c(program, "x86-avx2")
+    assert "#pragma omp parallel for" in text and "_par1(" not in text
+
+
+def test_code_without_openmp_calls_the_function_over_the_whole_range():
+    text = generate_c(replay(TWO_GEMMS, ["parallelize i"]), "x86-avx2")
+    assert "#else\n    dojo_kernel_par1(dojo_lo, dojo_hi, alpha, tmp, A, B);\n    #endif" in text
