@@ -20,8 +20,12 @@ Ansor / MetaSchedule sketches use):
   an input that ``a`` does not index at ``r0`` (a packed panel), then vectorize inner /
   parallelize outer loops.  The reduction is also left whole (``r/all``: the tile runs all of it, so ``T`` is loaded and stored
   once; the panel is then staged at ``b0``, in the ``b0 a0`` order).
-  When ``b``'s extent has no divisor of a full vector (``FULL_VECTOR`` lanes: a 3x3
-  convolution's 56-wide rows), the tile is also tried transposed: another spatial loop
+  The tile sizes come from the target and the dtype of ``T`` (``tiling.py``: vector lanes
+  from the vector width and the element size, a register budget from the target's vector
+  registers, shapes ranked by reuse, reduction blocks that keep the panel in half of L1);
+  nothing is fitted to one ISA.
+  When ``b``'s extent is not a multiple of the vector lanes (a 3x3 convolution's
+  56-wide rows), the tile is also tried transposed: another spatial loop
   ``v`` (the output channels) becomes the vector loop and ``b`` the unrolled one; ``T``'s
   tile and the staged panel are laid out with ``v``'s dimension last (``layout``), so that
   ``v`` is unit-stride in both.
@@ -32,23 +36,24 @@ from dataclasses import dataclass
 from itertools import product
 
 from .. import ir
+from ..codegen.c_expr import ITEMSIZE
+from ..codegen.targets import get_target
 from ..transforms import actions, apply_step
 from ..transforms.base import NotApplicable
 from ..transforms.fission import uses_array
 from ..transforms.split import split_names
-
-
-# f32 lanes of the widest vectors (AVX-512): a vector loop whose extent has no such divisor
-# leaves part of every vector empty
-FULL_VECTOR = 16
+from .tiling import reduction_blocks, register_tiles, row_tiles
 
 
 @dataclass(frozen=True)
 class Move:
-    """One agent move: a label and the steps it applies (one step for an atomic action)."""
+    """One agent move: a label and the steps it applies (one step for an atomic action);
+    ``bonus`` is the macro's own rank among its variants (0 best, lower worse) that the
+    default prior adds."""
     label: str
     steps: tuple
     kind: str = "macro"
+    bonus: float = 0.0
 
 
 class _Builder:
@@ -232,21 +237,12 @@ def _extent(program, iterator: str):
         return None
 
 
-def _factors(program, iterator: str, preferred: tuple, limit: int) -> list:
-    """Split factors for a loop: the preferred ones that divide its extent (no tail), else
-    the preferred ones below its extent."""
-    n = _extent(program, iterator)
-    if n is None:
-        return list(preferred[:limit])
-    exact = [f for f in preferred if f < n and n % f == 0]
-    return (exact or [f for f in preferred if f < n])[:limit]
-
-
-def tile_moves(program, a_factors=(4, 8, 6, 2), b_factors=(16, 32, 8, 64),
-               r_factors=(128, 64, 256, 32, 16)) -> list:
-    """Register-tiling macros for each perfect reduction nest (see the module docstring).
+def tile_moves(program, target=None) -> list:
+    """Register-tiling macros for each perfect reduction nest (see the module docstring),
+    sized for ``target`` (a Target, a target name, or None for this machine's).
     The loop structure is built (and checked) once per variant; the tile sizes are then
     substituted into its split steps (agents replay every move before measuring it)."""
+    target = get_target(target)
     pre = distribute_steps(program)
     base = program
     for text in pre:
@@ -260,44 +256,73 @@ def tile_moves(program, a_factors=(4, 8, 6, 2), b_factors=(16, 32, 8, 64),
         bs = [it for it in spatial if last is not None and _uses(last, it)]
         if not reduction or not bs:
             continue
+        itemsize = ITEMSIZE.get(_dtype_of(base, stmt.target.array), 4)
+        lanes = target.lanes(itemsize)
         bi = bs[-1]
         ais = [it for it in spatial if it != bi]
         pairs = [(ais[-1] if ais else None, bi)]
         n = _extent(base, bi)
-        if n is not None and n % FULL_VECTOR:
-            pairs += [(bi, v) for v in ais if (_extent(base, v) or 0) % FULL_VECTOR == 0]
+        if n is not None and n % lanes:
+            pairs += [(bi, v) for v in ais if (_extent(base, v) or 0) % lanes == 0]
         for ai, bi in pairs:
-            moves.extend(_tile_variants(base, pre, iters, stmt, reduction, ai, bi,
-                                        a_factors, b_factors, r_factors))
+            moves.extend(_tile_variants(base, pre, iters, stmt, reduction, ai, bi, target,
+                                        itemsize))
     return moves
 
 
-def _tile_variants(base, pre, iters, stmt, reduction, ai, bi, a_factors, b_factors,
-                   r_factors) -> list:
+def _dtype_of(program, name: str) -> str:
+    for decl in program.arrays:
+        if decl.name == name:
+            return decl.dtype
+    for stmt in ir.walk_stmts(program.body):
+        if isinstance(stmt, ir.Local) and stmt.name == name:
+            return stmt.dtype
+    return "f32"
+
+
+def _tile_sizes(base, ai, bi, reduction, target, itemsize) -> list:
+    """[(ta, tb, [tr, ...], rank)] for one (a, b) choice, best first (``tiling.py``)."""
+    n_b, n_r = _extent(base, bi), _extent(base, reduction[0])
+    if ai is None:
+        shapes = row_tiles(target, itemsize, n_b)
+    else:
+        shapes = register_tiles(target, itemsize, _extent(base, ai), n_b)
+    sizes = []
+    for rank, shape in enumerate(shapes):
+        if n_b is not None and shape.cols >= n_b:
+            continue
+        blocks = [b for b in reduction_blocks(target, itemsize, shape.cols)
+                  if n_r is None or b < n_r]
+        sizes.append((shape.rows if ai else None, shape.cols, blocks, rank))
+    return sizes
+
+
+def _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize) -> list:
     """The tile moves of one (a, b) choice: loop orders x staged input x sizes."""
     inputs = sorted({e.array for e in ir.walk_expr(stmt.value) if isinstance(e, ir.Access)
                      and (ai is None or not any(_uses(i, ai) for i in e.indices))})
-    fa = _factors(base, ai, a_factors, 3) if ai else [None]
-    fb = _factors(base, bi, b_factors, 2)
-    fr = _factors(base, reduction[0], r_factors, 3)
-    if not fb or not fa:
+    sizes = _tile_sizes(base, ai, bi, reduction, target, itemsize)
+    if not sizes:
         return []
+    blocked = next((s for s in sizes if s[2]), None)
     moves = []
     for whole, outer_b, stage in product((False, True), (False, True) if ai else (False,),
                                          [None] + inputs[:1]):
-        if not whole and not fr:
+        first = sizes[0] if whole else blocked
+        if first is None:
             continue
         try:
-            steps = _tile(base, iters, ai, bi, reduction, fa[0], fb[0], None if whole else fr[0],
-                          outer_b, stage, stmt.target.array)
+            steps = _tile(base, iters, ai, bi, reduction, first[0], first[1],
+                          None if whole else first[2][0], outer_b, stage, stmt.target.array)
         except (NotApplicable, ValueError):
             continue
-        for ta, tb, tr in product(fa, fb, [None] if whole else fr):
-            sized = [_resize(t, {ai: ta, bi: tb, reduction[0]: tr}) for t in steps]
-            label = (f"tile {ai}/{ta} x " if ai else "tile ") + \
-                f"{bi}/{tb} x {reduction[0]}/{'all' if whole else tr}" + \
-                (" b-outer" if outer_b else "") + (f" stage {stage}" if stage else "")
-            moves.append(Move(label, tuple(pre) + tuple(sized)))
+        for ta, tb, blocks, rank in sizes:
+            for k, tr in enumerate([None] if whole else blocks):
+                sized = [_resize(t, {ai: ta, bi: tb, reduction[0]: tr}) for t in steps]
+                label = (f"tile {ai}/{ta} x " if ai else "tile ") + \
+                    f"{bi}/{tb} x {reduction[0]}/{'all' if whole else tr}" + \
+                    (" b-outer" if outer_b else "") + (f" stage {stage}" if stage else "")
+                moves.append(Move(label, tuple(pre) + tuple(sized), bonus=-0.1 * (rank + k)))
     return moves
 
 
@@ -369,8 +394,9 @@ def _tile(base, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage, target) ->
     return b.steps
 
 
-def macro_moves(program, tile=True) -> list:
-    """Every macro that applies to this state and changes it."""
+def macro_moves(program, tile=True, target=None) -> list:
+    """Every macro that applies to this state and changes it, tiles sized for ``target``
+    (None: this machine's)."""
     moves = []
     b = _Builder(program)
     _finish(b, parallelize=False)
@@ -385,7 +411,7 @@ def macro_moves(program, tile=True) -> list:
         moves.append(Move("vectorize inner + parallelize outer", tuple(b.steps)))
     if tile:
         try:
-            moves.extend(tile_moves(program))
+            moves.extend(tile_moves(program, target))
         except NotApplicable:
             pass
     return moves

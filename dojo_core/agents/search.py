@@ -24,7 +24,7 @@ from ..errors import DojoError
 from ..records import program_hash
 from ..transforms import actions
 from .base import Measurement, SearchEvent, SearchResult, Trial
-from .macros import Move, macro_moves, tile_sizes
+from .macros import Move, macro_moves
 from .states import StateCache
 
 KIND_PRIOR = {"macro": 10.0, "vectorize": 6.0, "parallelize": 6.0, "accumulate": 4.0,
@@ -36,16 +36,9 @@ SPLIT_FACTORS = {4, 8, 16, 32, 64, 128, 256}
 
 def default_prior(program, moves) -> list:
     """Generic knowledge: macros first, then vectorize/parallelize, ...; among tiles the
-    mid-sized ones (8 x 32 x 128-ish register tiles) a little ahead."""
-    scores = []
-    for m in moves:
-        score = KIND_PRIOR.get(m.kind, 1.0)
-        if m.kind == "macro":
-            score -= 0.1 * sum(abs(math.log2(int(size) / ideal))
-                               for size, ideal in zip(tile_sizes(m.label), (8, 32, 128))
-                               if size.isdigit())
-        scores.append(score)
-    return scores
+    ones the register model ranks higher for the target (``Move.bonus``) a little ahead."""
+    return [KIND_PRIOR.get(m.kind, 1.0) + (m.bonus if m.kind == "macro" else 0.0)
+            for m in moves]
 
 
 def searched_actions(program, gpu: bool = False) -> list:
@@ -57,9 +50,10 @@ def searched_actions(program, gpu: bool = False) -> list:
 
 
 def candidate_moves(program, prior: Optional[Callable] = None, gpu: bool = False,
-                    macros: bool = True) -> list:
-    """The moves of a state, best-ranked first (deterministic)."""
-    moves = macro_moves(program) if macros else []
+                    macros: bool = True, target=None) -> list:
+    """The moves of a state, best-ranked first (deterministic); macros sized for ``target``
+    (the evaluator's CPU target; None: this machine's)."""
+    moves = macro_moves(program, target=target) if macros else []
     moves += [Move(a.text, (a.text,), a.kind) for a in searched_actions(program, gpu)]
     scores = (prior or default_prior)(program, moves)
     order = sorted(range(len(moves)), key=lambda i: -scores[i])
@@ -199,5 +193,6 @@ class Session:
         """candidate_moves of the state at steps, as (move, child steps) pairs."""
         gpu = bool(getattr(self.evaluator, "gpu", False))
         program = self.program(steps)
+        target = getattr(self.evaluator, "target", None)
         return [(m, tuple(steps) + m.steps) for m in
-                candidate_moves(program, prior=prior, gpu=gpu, macros=macros)]
+                candidate_moves(program, prior=prior, gpu=gpu, macros=macros, target=target)]

@@ -1,0 +1,80 @@
+"""Tile shapes from the target and the dtype (dojo_core/agents/tiling.py) and the tile
+macros built from them: no constant fitted to one ISA or dtype."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from dojo_core.agents.macros import tile_moves
+from dojo_core.agents.tiling import (l1_data_bytes, reduction_blocks, register_tiles,
+                                     row_tiles)
+from dojo_core.codegen.targets import TARGETS
+from dojo_core.kernels import load_kernel
+from dojo_core.suite import load as load_suite
+
+CPU_TARGETS = ["x86-avx512", "x86-avx2", "arm-neon", "arm-sve", "riscv-rvv", "generic"]
+
+
+@pytest.mark.parametrize("name", CPU_TARGETS)
+@pytest.mark.parametrize("itemsize", [8, 4, 2, 1])
+def test_every_shape_fits_the_registers_and_uses_whole_vectors(name, itemsize):
+    target = TARGETS[name]
+    shapes = register_tiles(target, itemsize, 512, 512)
+    assert shapes
+    lanes = target.vector_bytes // itemsize
+    for s in shapes:
+        assert s.lanes == lanes and s.cols % lanes == 0
+        assert s.rows * s.vectors + s.vectors + 1 == s.registers <= target.vector_registers
+    assert all(2 * s.vectors + 1 <= target.vector_registers for s in row_tiles(target, itemsize))
+
+
+def test_avx2_and_avx512_get_their_own_tiles():
+    """16 registers of 8 f32 lanes: the 4 x 16 tile of the hand-written AVX2 schedule comes
+    first; 32 registers of 16 lanes: the 8 x 32 tile of the AVX-512 one is among the best."""
+    avx2 = [(s.rows, s.cols) for s in register_tiles(TARGETS["x86-avx2"], 4, 512, 512)]
+    avx512 = [(s.rows, s.cols) for s in register_tiles(TARGETS["x86-avx512"], 4, 512, 512)]
+    assert avx2[0] == (4, 16) and (8, 32) not in avx2
+    assert (8, 32) in avx512[:2]
+
+
+def test_f64_halves_the_lanes_of_f32():
+    f32 = register_tiles(TARGETS["x86-avx2"], 4, 512, 512)
+    f64 = register_tiles(TARGETS["x86-avx2"], 8, 512, 512)
+    assert [(s.rows, s.cols) for s in f64] == [(s.rows, s.cols // 2) for s in f32]
+
+
+def test_tail_free_shapes_come_first():
+    shapes = register_tiles(TARGETS["x86-avx2"], 4, 200, 220)
+    tails = [(200 % s.rows != 0) + (220 % s.cols != 0) for s in shapes]
+    assert tails == sorted(tails)
+
+
+@pytest.mark.parametrize("name", CPU_TARGETS)
+def test_reduction_blocks_keep_the_panel_in_half_of_l1(name):
+    target = TARGETS[name]
+    for cols in (8, 16, 24, 64):
+        blocks = reduction_blocks(target, 4, cols)
+        assert blocks and blocks[0] * cols * 4 <= l1_data_bytes(target) // 2
+        assert 2 * blocks[0] * cols * 4 > l1_data_bytes(target) // 2 or blocks[0] == 1
+
+
+def _sizes(label):
+    return [w.split("/")[1] for w in label.split() if "/" in w]
+
+
+@pytest.mark.parametrize("name", CPU_TARGETS)
+def test_tile_macros_of_an_f64_gemm_fit_each_target(name):
+    """PolyBench's gemm in f64 (not a library kernel): every tile's vector columns are a
+    whole number of f64 vectors and its accumulators fit the target's registers."""
+    target = TARGETS[name]
+    program = load_suite("gemm", "f64", {"NI": 64, "NJ": 64, "NK": 64})
+    moves = tile_moves(program, target)
+    assert moves
+    lanes = target.vector_bytes // 8
+    for move in moves:
+        sizes = _sizes(move.label)
+        ta, tb = (int(sizes[0]), int(sizes[1])) if len(sizes) == 3 else (1, int(sizes[0]))
+        assert tb % lanes == 0, move.label
+        assert ta * (tb // lanes) + tb // lanes + 1 <= target.vector_registers, move.label
+    assert any(re.search(r" x k/all", m.label) for m in moves)
