@@ -68,6 +68,14 @@ class Target:
     def lanes(self, itemsize: int) -> int:
         return max(1, self.vector_bytes // itemsize)
 
+    @property
+    def vector_registers(self) -> int:
+        """The architectural SIMD registers the generated code can hold values in: 32 on
+        AArch64 (NEON and SVE), RISC-V V and x86 with AVX-512; 16 on x86 below AVX-512."""
+        if self.arch == "x86_64":
+            return 32 if self.vector_bytes >= 64 else 16
+        return 32 if self.arch in ("aarch64", "riscv64") else 16
+
     def libmvec_name(self, cfunc: str, nbytes: int, nargs: int = 1):
         """The libmvec symbol of cfunc on vectors of nbytes bytes, or None."""
         if cfunc not in self.libmvec:
