@@ -11,7 +11,10 @@ A ``parallel`` loop ``for (i = lo; i < hi; ++i) BODY`` becomes
 The free variables are: the kernel arrays (in declaration order), then the array locals of
 enclosing blocks the loop touches (``restrict`` pointers, ``const`` for those the loop does
 not write: they are distinct objects, so ``restrict`` holds), then the enclosing iterators and scalar
-locals it reads (by value, in order of first use). Without OpenMP the region is one call over the whole range.
+locals it reads (by value, in order of first use). Without OpenMP the region is one call
+over the whole range. gcc compiles the function without predictive commoning
+(``DOJO_PARALLEL_BODY``): that pass stores values of the following iterations back after
+the loop, which in a thread's share of the iterations are another thread's elements.
 ``outline`` declines (returns False, the caller then emits an inline ``omp parallel for``)
 when the loop or a loop inside it is ``vector``: explicit vector code does not need gcc's
 auto-vectorizer, and outlining it changed gcc 12's register allocation of register tiles
@@ -25,6 +28,15 @@ from .. import ir
 
 _LO, _HI = "dojo_lo", "dojo_hi"
 _OMP_INCLUDE = "#ifdef _OPENMP\n#include <omp.h>\n#endif"
+# gcc's predictive commoning (-O3) keeps values of the next iterations in registers and
+# stores them back after the loop: right for one thread, but in a thread's share of a
+# parallel loop those are the neighbouring thread's elements (a store data race, seen as
+# wrong results of PolyBench seidel-2d after a random walk, 2 threads, gcc 12)
+_BODY_ATTRIBUTE = """#if defined(__GNUC__) && !defined(__clang__)
+#define DOJO_PARALLEL_BODY __attribute__((optimize("no-predictive-commoning")))
+#else
+#define DOJO_PARALLEL_BODY
+#endif"""
 
 
 def _used_names(loop: ir.Loop) -> tuple:
@@ -57,6 +69,11 @@ def _used_names(loop: ir.Loop) -> tuple:
     return used, declared, written
 
 
+def _pointer(buf, written: bool) -> str:
+    """The parameter of an array: ``restrict``, and ``const`` when the loop only reads it."""
+    return f"{'' if written else 'const '}{buf.ctype} *restrict {buf.cname}"
+
+
 def outline(gen, loop: ir.Loop, depth: int) -> bool:
     """Emit ``loop`` (annotated parallel) as a region calling an outlined function (see
     the module docstring); False, with nothing emitted, where that does not apply."""
@@ -71,15 +88,13 @@ def outline(gen, loop: ir.Loop, depth: int) -> bool:
             continue
         buf = gen.ex.buffers.get(name)
         if buf is not None and name in kinds:
-            const = "" if name in written else "const "
-            pointers.append((f"{const}{buf.ctype} *restrict {buf.cname}", buf.cname, name))
+            pointers.append((_pointer(buf, name in written), buf.cname, name))
         elif buf is not None and buf.scalar_var:
             if name in written:
                 return False
             values.append((f"{buf.ctype} {buf.cname}", buf.cname))
         elif buf is not None and buf.dims:
-            const = "" if name in written else "const "
-            pointers.append((f"{const}{buf.ctype} *restrict {buf.cname}", buf.cname, name))
+            pointers.append((_pointer(buf, name in written), buf.cname, name))
         elif name in gen.names and buf is None:
             values.append((f"int64_t {gen.names[name]}", gen.names[name]))
         else:
@@ -102,8 +117,10 @@ def outline(gen, loop: ir.Loop, depth: int) -> bool:
     gen.emit(1, "}")
     body, gen.lines = gen.lines, saved
     signature = ", ".join([f"int64_t {_LO}", f"int64_t {_HI}"] + [p for p, _ in params])
-    gen.outlined.append([f"static void {fname}({signature})", "{"] + body + ["}"])
+    gen.outlined.append([f"DOJO_PARALLEL_BODY static void {fname}({signature})", "{"] + body
+                        + ["}"])
     gen.helpers.add("0omp", _OMP_INCLUDE)
+    gen.helpers.add("0omp_body", _BODY_ATTRIBUTE)
 
     rest = [a for _, a in params]
     gen.emit(depth, "{")

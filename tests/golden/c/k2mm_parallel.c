@@ -5,8 +5,13 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#if defined(__GNUC__) && !defined(__clang__)
+#define DOJO_PARALLEL_BODY __attribute__((optimize("no-predictive-commoning")))
+#else
+#define DOJO_PARALLEL_BODY
+#endif
 
-static void dojo_kernel_par1(int64_t dojo_lo, int64_t dojo_hi, const float *restrict alpha, float *restrict tmp, const float *restrict A, const float *restrict B)
+DOJO_PARALLEL_BODY static void dojo_kernel_par1(int64_t dojo_lo, int64_t dojo_hi, const float *restrict alpha, float *restrict tmp, const float *restrict A, const float *restrict B)
 {
   const int64_t NI = 6, NJ = 7, NK = 9, NL = 10;
   (void)NI; (void)NJ; (void)NK; (void)NL;
@@ -20,7 +25,7 @@ static void dojo_kernel_par1(int64_t dojo_lo, int64_t dojo_hi, const float *rest
   }
 }
 
-static void dojo_kernel_par2(int64_t dojo_lo, int64_t dojo_hi, const float *restrict beta, const float *restrict tmp, const float *restrict C, float *restrict D)
+DOJO_PARALLEL_BODY static void dojo_kernel_par2(int64_t dojo_lo, int64_t dojo_hi, const float *restrict beta, const float *restrict tmp, const float *restrict C, float *restrict D)
 {
   const int64_t NI = 6, NJ = 7, NK = 9, NL = 10;
   (void)NI; (void)NJ; (void)NK; (void)NL;
