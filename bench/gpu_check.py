@@ -53,7 +53,7 @@ SCHEDULES = ROOT / "tests" / "cuda_schedules"
 EMU_DIR = ROOT / "bench" / "cuda_emu"
 EMU_ORDERS = ("reverse", "forward", "shuffle")
 TOLERANCE = {"f32": (2e-4, 2e-5), "f64": (1e-9, 1e-12), "bf16": (1e-2, 1e-2),
-             "i32": (0, 0), "i64": (0, 0)}
+             "i32": (0, 0), "i64": (0, 0), "i8": (0, 0)}
 
 
 @dataclass

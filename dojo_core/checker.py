@@ -6,6 +6,11 @@ quasi-affine indices and bounds); when they all hold, the exact rules are proved
 islpy at the program's sizes (`poly.Model`): every access stays inside its array, and
 every element of an `out` array, a `temp` or a local is written before it is read.
 A valid program therefore never reads garbage nor touches memory outside its buffers.
+
+Dtypes of a statement must agree, except for i8, which is promoted (C's integer
+promotion): an i8 value mixes with i32 and i64 values and may be stored into any integer
+array (`C[i, j] += A[i, k] * B[k, j]` with A, B i8 and C i32), and an i8 array also takes
+i32 values (the store wraps modulo 256). i64 values are never stored into i8 arrays.
 """
 from __future__ import annotations
 
@@ -154,6 +159,8 @@ class _Structure:
     def _store(self, kind, dtype, stmt):
         if kind == "bool":
             self.errors.append(_err(stmt.value, "a comparison is not a value: use select(cond, a, b)", stmt))
+        elif _promotes(kind, dtype) or ir.PROMOTED_DTYPES.get(dtype) == kind:
+            pass        # an i8 value into any integer array; an i32 value into i8 (wraps)
         elif kind in ir.DTYPES and kind != dtype:
             self.errors.append(_err(stmt.value, f"dtype mismatch: storing {kind} into "
                                                 f"'{stmt.target.array}' of dtype {dtype}", stmt))
@@ -235,6 +242,10 @@ class _Structure:
             return None
         da = a if a in ir.DTYPES else None
         db = b if b in ir.DTYPES else None
+        if da and db and _promotes(da, db):
+            da = db             # i8 beside i32 or i64: promoted to it
+        elif da and db and _promotes(db, da):
+            db = da
         if da and db and da != db:
             self.errors.append(_err(expr, f"dtype mismatch: {da} and {db}", stmt))
             return None
@@ -247,6 +258,11 @@ class _Structure:
         if "float" in (a, b):
             return "float"
         return "idx" if "idx" in (a, b) else "int"
+
+
+def _promotes(a, b) -> bool:
+    """Is a value of dtype a promoted to the integer dtype b (i8 to i32 or i64)?"""
+    return a in ir.PROMOTED_DTYPES and b in ir.INT_DTYPES and b != a
 
 
 def _exact_checks(program: ir.Program, local_scopes: dict) -> list:

@@ -129,7 +129,8 @@ def _eval_int(expr, env: dict) -> int:
     raise ValueError(f"not an integer dimension: {expr!r}")
 
 
-_NUMPY_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i32": "int32", "i64": "int64"}
+_NUMPY_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i32": "int32", "i64": "int64",
+                 "i8": "int8"}
 
 
 def _interp_helper(name: str):

@@ -47,9 +47,9 @@ FLUSH_BYTES = 64 << 20
 INTERP_LIMIT = 2_000_000
 MAX_REPS = 1_000_000
 NUMPY_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": np.float32,
-                "i32": np.int32, "i64": np.int64}
+                "i32": np.int32, "i64": np.int64, "i8": np.int8}
 TOLERANCE = {"f32": (1e-4, 1e-5), "bf16": (1e-2, 1e-2), "f16": (1e-2, 1e-2),
-             "f64": (1e-9, 1e-9), "i32": (0, 0), "i64": (0, 0)}
+             "f64": (1e-9, 1e-9), "i32": (0, 0), "i64": (0, 0), "i8": (0, 0)}
 
 
 class RunError(Exception):

@@ -27,7 +27,7 @@ from pygments.token import (Comment, Error, Keyword, Name, Number, Operator, Pun
 
 __all__ = ["DojoLexer", "highlight_lines", "css"]
 
-DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64")
+DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64", "i8")
 FUNCTIONS = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "abs", "max", "min", "pow", "select")
 ANNOTATION = r"(?:parallel|vector|unroll|gpu\.(?:block|thread)\.[xyz])\b"
 NAME = r"[A-Za-z_][A-Za-z0-9_]*"

@@ -36,6 +36,13 @@ Semantics
 * f16 is numpy float16 (every operation rounds to f16). bf16 has no numpy dtype: bf16 arrays
   are float32 arrays holding bfloat16 values; bf16 inputs are rounded on entry, arithmetic
   happens in float32 and every store into a bf16 array rounds to bfloat16 (nearest even).
+* i8 is numpy int8, promoted as in C (integer promotion): a statement into an i8 array
+  computes in int32 (its context dtype is int32, not int8), and i8 elements read are
+  converted to the context dtype (int32 for i8 and i32 targets, int64 for i64 ones) before
+  any arithmetic, so ``C[i, j] += A[i, k] * B[k, j]`` with A, B i8 and C i32 is exact
+  (numpy alone would multiply in int8 and overflow). A store into an i8 array wraps modulo
+  256 (two's complement, numpy's ``astype(int8)`` and C's conversion to ``int8_t``):
+  300 is stored as 44, -129 as 127.
 * Floating point errors (overflow, division by zero, invalid) give inf/NaN silently.
 
 Speed: the program is translated once (cached per program and flag) to Python source

@@ -66,7 +66,7 @@ class Generator(Translator):
 
     def assign(self, stmt, scope, depth):
         arr = self.array(scope, stmt.target.array)
-        code, _ = self.value(stmt.value, arr.np, scope)
+        code, _ = self.value(stmt.value, arr.ctx, scope)
         target = self.subscript(stmt.target, scope, frozenset())
         rhs = self.combine(stmt.op, target, code, arr)
         self.emit(depth, f"{target} = {rhs}")
@@ -76,6 +76,8 @@ class Generator(Translator):
         rhs = {"=": code, "+=": f"({current} + {code})", "*=": f"({current} * {code})",
                "max=": f"np.maximum({current}, {code})",
                "min=": f"np.minimum({current}, {code})"}[op]
+        if arr.dtype == "i8":
+            return f"rt.wrap_i8({rhs})"
         return f"rt.round_bf16({rhs})" if arr.dtype == "bf16" else rhs
 
     def loop(self, stmt, scope, depth, fors):
@@ -230,7 +232,7 @@ class Generator(Translator):
     def vector_assign(self, stmt, plan, r, scope, vset, depth):
         x = stmt.target.array
         arr = self.array(scope, x)
-        code, _ = self.value(stmt.value, arr.np, scope, vset)
+        code, _ = self.value(stmt.value, arr.ctx, scope, vset)
         idx = f"r{r}x_{x}"
         if arr.private:
             target = self.subscript(stmt.target, scope, vset)

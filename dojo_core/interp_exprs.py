@@ -27,7 +27,7 @@ class CodegenError(ValueError):
 def numpy_dtype(dtype: str) -> np.dtype:
     """The numpy dtype holding an IR dtype (bf16 is held as float32)."""
     table = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": np.float32,
-             "i32": np.int32, "i64": np.int64}
+             "i32": np.int32, "i64": np.int64, "i8": np.int8}
     if dtype not in table:
         raise ValueError(f"unknown dtype {dtype!r}")
     return np.dtype(table[dtype])
@@ -38,6 +38,8 @@ class Array:
 
     def __init__(self, name, dtype, dims, local=False, private=None):
         self.name, self.dtype, self.np = name, dtype, numpy_dtype(dtype)
+        # the dtype statements into it compute in: i8 is promoted to int32 (C's rule)
+        self.ctx = numpy_dtype(ir.PROMOTED_DTYPES.get(dtype, dtype))
         self.dims, self.local = dims, local
         self.private = private      # name of the point index when privatised in a region
 

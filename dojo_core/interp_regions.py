@@ -72,8 +72,8 @@ def region_plan(gen, chain, stmts, scope):
             arr = gen.array(inner, x)
             reads_x = any(a.array == x for a in ir.walk_expr(s.value) if isinstance(a, ir.Access))
             if s.op in ir.REDUCTION_OPS and not reads_x and arr.dtype != "bf16":
-                _, t = gen.value(s.value, arr.np, inner, vset)
-                if t == arr.np:
+                _, t = gen.value(s.value, arr.ctx, inner, vset)
+                if t == arr.np:         # (never for i8: its values are int32)
                     mode = "at"
         plan[x] = (next(iter(indices)), mode)
     return plan

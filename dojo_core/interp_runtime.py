@@ -9,6 +9,8 @@ Guarantees:
   function (a positive-term series for |x| < 2.5, a continued fraction of erfc beyond);
   float inputs keep their dtype, integer inputs give float64. It returns a numpy scalar for
   a scalar argument, so that scalar and vectorised execution agree bit for bit.
+* ``wrap_i8(x)`` converts integer values to int8 modulo 256 (two's complement), as a store
+  into an i8 array does; an array stays an array, a scalar gives a numpy int8 scalar.
 * ``expand``, ``flat``, ``injective`` build and inspect the iteration sets of vectorised
   regions: points are enumerated in the sequential (lexicographic) order of the loop nest.
 """
@@ -118,6 +120,13 @@ def cast(x, dtype):
     if isinstance(x, np.ndarray):
         return x.astype(dtype)
     return dtype.type(x)
+
+
+def wrap_i8(x):
+    """x stored into an i8 array: wrapped modulo 256 (two's complement), array or scalar."""
+    if isinstance(x, np.ndarray):
+        return x.astype(np.int8)
+    return np.asarray(x).astype(np.int8)[()]
 
 
 def alloc(shape, dtype) -> np.ndarray:

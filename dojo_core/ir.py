@@ -24,9 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
-DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64")
+DTYPES = ("f32", "f64", "f16", "bf16", "i32", "i64", "i8")
 FLOAT_DTYPES = ("f32", "f64", "f16", "bf16")
-INT_DTYPES = ("i32", "i64")
+INT_DTYPES = ("i32", "i64", "i8")
+# i8 values are promoted (C's integer promotion): arithmetic on them happens in i32 (or in
+# i64 beside i64 values), and a store into an i8 array wraps modulo 256 (two's complement)
+PROMOTED_DTYPES = {"i8": "i32"}
 ARRAY_KINDS = ("in", "out", "inout", "temp")
 MEMORY_SPACES = ("register", "stack", "shared")
 ASSIGN_OPS = ("=", "+=", "*=", "max=", "min=")

@@ -191,6 +191,27 @@ def test_float_function_on_integers():
         "f.dojo:6:10: pow() needs a float argument, got i32"]
 
 
+def test_i8_is_promoted():
+    """i8 values promote (C's integer promotion): they mix with i32 and i64, an i8 product
+    stores into an i32 (or i64) array, and an i8 array takes i32 values (wrapped); i64
+    values into i8, floats with i8 and i8 with floats stay errors."""
+    decls = "in  A: i8[N]\nin  B: i8[N]\nout C: i32[N]\nout D: i8[N]\nout E: i64[N]\nout F: f32[N]\n"
+    body = ("for i in 0..N:\n  C[i] = 0\n  C[i] += A[i] * B[i]\n  D[i] = A[i] * B[i] + C[i]\n"
+            "  E[i] = A[i] * B[i] * 3 - i\n  D[i] max= select(A[i] < C[i], -A[i], abs(B[i]))\n"
+            "  C[i] = A[i] // 2 + B[i] % 3\n")
+    assert errors(kernel(body, decls)) == []
+    assert errors(kernel("for i in 0..N:\n  D[i] = E[i]\n", decls)) == [
+        "f.dojo:10:10: dtype mismatch: storing i64 into 'D' of dtype i8"]
+    assert errors(kernel("for i in 0..N:\n  F[i] = A[i]\n", decls)) == [
+        "f.dojo:10:10: dtype mismatch: storing i8 into 'F' of dtype f32"]
+    assert errors(kernel("for i in 0..N:\n  D[i] = A[i] * 0.5\n", decls)) == [
+        "f.dojo:10:15: dtype mismatch: a float constant with i8"]
+    assert errors(kernel("for i in 0..N:\n  F[i] = F[i] + A[i]\n", decls)) == [
+        "f.dojo:10:15: dtype mismatch: f32 and i8"]
+    assert errors(kernel("for i in 0..N:\n  D[i] = exp(A[i])\n", decls)) == [
+        "f.dojo:10:10: exp() needs a float argument, got i8"]
+
+
 # ----------------------------------------------------------------------------- writes to inputs
 
 def test_write_to_in_array():

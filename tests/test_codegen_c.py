@@ -22,6 +22,7 @@ from dojo_core.codegen.targets import target_from_cpuinfo
 from dojo_core.compile import find_compiler
 from dojo_core.interp_runtime import erf as erf64
 from dojo_core.kernels import info, list_kernels, load_kernel, random_inputs
+from dojo_core.poly import const_value
 from dojo_core.printer import print_program
 from dojo_core.source import load_source
 from dojo_core.walks import random_walk, replay
@@ -633,6 +634,101 @@ def test_transcendentals_stay_vectorized_in_assembly(tmp_path, isa, letter):
             assert f"_ZGV{letter}v_expf" not in text
             if isa == "x86-avx512":
                 assert "vscalefps" in text
+
+
+# --------------------------------------------------------------------------- i8
+
+INT8 = """\
+kernel q8(M = 3, N = 37, K = 45)
+in  A: i8[M, K]
+in  B: i8[K, N]
+in  Bt: i8[N, K]
+out C: i32[M, N]
+out T: i32[M, N]
+out E: i64[M, K]
+out D: i8[M, N]
+out F: i8[M]
+
+for i in 0..M:
+  for j in 0..N:
+    C[i, j] = 0
+  for k in 0..K:
+    for j2 in 0..N:
+      C[i, j2] += A[i, k] * B[k, j2]
+  for j3 in 0..N:
+    T[i, j3] = 0
+    for k3 in 0..K:
+      T[i, j3] += A[i, k3] * Bt[j3, k3]
+  for k4 in 0..K:
+    E[i, k4] = A[i, k4] * A[i, k4] * 100000 - k4
+  for j5 in 0..N:
+    D[i, j5] = A[i, 0] * B[0, j5] + j5
+  F[i] = -128
+  for k6 in 0..K:
+    F[i] max= A[i, k6]
+"""
+
+
+def _i8_inputs(program, seed):
+    rng = np.random.default_rng(seed)
+    out = {d.name: rng.integers(-128, 128, size=tuple(const_value(x, program.size_values)
+                                                       for x in d.dims)).astype(np.int8)
+           for d in program.arrays if d.kind == "in"}
+    out["A"][0], out["B"][:, 0], out["Bt"][0] = -128, -128, -128    # (-128)^2 overflows int8
+    return out
+
+
+def test_i8_matmul_vector_schedule_matches_interpreter():
+    """int8 x int8 -> int32: i8 loads widen to i32 lanes in the explicit vector lowering
+    (a store loop and a reduction), an i8 product into i64 widens to i64 lanes, and loops
+    that store into i8 arrays fall back to omp simd; all exact, stores wrapped as the
+    interpreter does."""
+    original = load_source(INT8)
+    program = replay(original, ["vectorize j2", "vectorize k3", "vectorize k4", "vectorize j5",
+                                "vectorize k6"])
+    text = generate_c(program, "x86-avx512")
+    assert "typedef int8_t dojo_i8x16 __attribute__((vector_size(16)));" in text
+    assert "__builtin_convertvector(dojo_load_i8x16(&B[k * N + j2]), dojo_i32x16)" in text
+    assert "__builtin_convertvector(dojo_load_i8x16(&Bt[j3 * K + k3]), dojo_i32x16)" in text
+    assert "__builtin_convertvector(dojo_load_i8x8(&A[i * K + k4]), dojo_i64x8)" in text
+    assert "dojo_hsum_i32x16" in text
+    assert "#pragma omp simd\n    for (int64_t j5 = 0; j5 < N; ++j5)" in text
+    assert "#pragma omp simd reduction(max:dojo_r" in text and "int8_t dojo_r" in text
+    assert "dojo_store_i8" not in text and "dojo_load_i8x16(&D" not in text
+    for seed in range(2):
+        inputs = _i8_inputs(original, seed)
+        want = interp.run(original, inputs)
+        assert want["C"][0, 0] == 45 * 16384
+        for target in (None, "generic"):
+            got = harness.run_c(program, inputs, target=target)
+            for name in want:
+                np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name} {target}")
+        got = harness.run_c(original, inputs, opt=TEST_OPT)
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name} scalar")
+
+
+def test_i8_stores_wrap_in_c():
+    program = load_source("""\
+kernel w8(N = 40)
+in  A: i8[N]
+out D: i8[N, 4]
+
+for i in 0..N:
+  D[i, 0] = A[i] * A[i]
+  D[i, 1] = A[i] + 300
+  D[i, 2] = 0
+  D[i, 2] max= A[i] * 2
+  D[i, 3] = (A[i] * 4) // 3
+""")
+    A = np.random.default_rng(5).integers(-128, 128, size=40).astype(np.int8)
+    A[:4] = [-128, 127, 100, -100]
+    got = harness.run_c(program, {"A": A}, opt=TEST_OPT)["D"]
+    a = A.astype(np.int64)
+    want = np.stack([a * a, a + 300, np.maximum(0, 2 * a), (4 * a) // 3], 1).astype(np.int8)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, interp.run(program, {"A": A})["D"])
+    assert list(got[:4, 1]) == [-84, -85, -112, -56] and got[0, 0] == 0
 
 
 # --------------------------------------------------------------------------- targets

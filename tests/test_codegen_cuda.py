@@ -379,6 +379,60 @@ def test_emulated_random_walks_with_bindings_match_the_interpreter(tmp_path):
     _emulate(cases, tmp_path)
 
 
+INT8_MATMUL = """\
+kernel int8_matmul(M = 48, N = 64, K = 40)
+in  A: i8[M, K]
+in  B: i8[K, N]
+out C: i32[M, N]
+out D: i8[M, N]
+
+for i in 0..M:
+  for j in 0..N:
+    C[i, j] = 0
+    for k in 0..K:
+      C[i, j] += A[i, k] * B[k, j]
+    D[i, j] = A[i, 0] * B[0, j] * 100 + 100 + j
+"""
+
+
+def bound_int8_matmul():
+    p = parse(INT8_MATMUL)
+    for s in BOUND_STEPS:
+        p = apply_step(p, s)
+    return p
+
+
+def test_i8_types_and_promotion():
+    """i8 is signed char; products of i8 values are computed in int (C's promotion, exact),
+    the store into D converts back to signed char (wraps modulo 256)."""
+    src = generate_cuda(bound_int8_matmul())
+    assert "const signed char *__restrict__ A" in src and "int *__restrict__ C" in src
+    assert "signed char *__restrict__ D" in src
+    assert ("C[(16 * i0 + i1) * N + (32 * j0 + j1)] += A[(16 * i0 + i1) * K + k] * "
+            "B[k * N + (32 * j0 + j1)];") in src
+    assert "(size_t)3072 * sizeof(signed char)" in src
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
+def test_nvcc_compiles_int8_matmul(tmp_path):
+    (tmp_path / "int8.cu").write_text(generate_cuda(bound_int8_matmul()))
+    (tmp_path / "int8_plain.cu").write_text(generate_cuda(parse(INT8_MATMUL)))
+    jobs = [NVCC_FLAGS + ["-DDOJO_STANDALONE", "int8.cu", "-o", "int8"],
+            NVCC_FLAGS + ["-c", "int8_plain.cu", "-o", "int8_plain.o"]]
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda a: _nvcc(a, tmp_path), jobs))
+    assert os.access(tmp_path / "int8", os.X_OK)
+
+
+@pytest.mark.skipif(GXX is None, reason="g++ is not on PATH (needed by the CUDA emulation)")
+def test_emulated_int8_matmul_matches_the_interpreter(tmp_path):
+    gc = _gpu_check()
+    source, steps = tmp_path / "int8_matmul.dojo", tmp_path / "int8_matmul.steps"
+    source.write_text(INT8_MATMUL)
+    steps.write_text("\n".join(BOUND_STEPS) + "\n")
+    _emulate([gc.Case("int8_matmul", steps, {}, "its sizes", source=source)], tmp_path)
+
+
 def _has_gpu() -> bool:
     if shutil.which("nvidia-smi") is None:
         return False

@@ -49,6 +49,7 @@ def test_numpy_dtype():
     assert interp.numpy_dtype("bf16") == np.float32
     assert interp.numpy_dtype("i32") == np.int32
     assert interp.numpy_dtype("i64") == np.int64
+    assert interp.numpy_dtype("i8") == np.int8
     with pytest.raises(ValueError):
         interp.numpy_dtype("f8")
 
@@ -220,6 +221,69 @@ for i in 0..N:
     want = np.stack([A // 3, A % 3, A * A - i, np.maximum(A, 2) + np.minimum(A, -2), np.abs(A)], 1)
     assert same(out["B"], want.astype(np.int32))
     assert same(out["C"], (3 * 4000000000 + (i + 1) // 2 - 9).astype(np.int64))
+
+
+INT8_MATMUL = """kernel q(M = 6, N = 20, K = 40)
+in  A: i8[M, K]
+in  B: i8[K, N]
+out C: i32[M, N]
+out E: i64[M]
+
+for i in 0..M:
+  for j in 0..N:
+    C[i, j] = 0
+    for k in 0..K:
+      C[i, j] += A[i, k] * B[k, j]
+  E[i] = 0
+  for k2 in 0..K:
+    E[i] += A[i, k2] * A[i, k2] * 1000000
+"""
+
+
+def i8(*shape):
+    return RNG.integers(-128, 128, size=shape).astype(np.int8)
+
+
+def test_i8_arithmetic_is_promoted_and_exact():
+    """i8 values are promoted before any arithmetic: (-128) * (-128) = 16384 overflows int8
+    (numpy alone gives 0) but is exact here, and so is the int32 (and int64) accumulation."""
+    p = kernel(INT8_MATMUL)
+    A, B = i8(6, 40), i8(40, 20)
+    A[0, :], B[:, 0] = -128, -128
+    out = run_both(p, {"A": A, "B": B})
+    assert same(out["C"], (A.astype(np.int64) @ B.astype(np.int64)).astype(np.int32))
+    assert out["C"][0, 0] == 40 * 16384
+    assert same(out["E"], (A.astype(np.int64) ** 2).sum(axis=1) * 1000000)
+    with np.errstate(over="ignore"):
+        assert np.int8(-128) * np.int8(-128) == 0        # unpromoted int8 arithmetic
+
+
+def test_i8_stores_wrap_modulo_256():
+    """A store into an i8 array computes in int32 and wraps (two's complement), as numpy's
+    astype(int8) and C's conversion to int8_t; max= and // see the unwrapped int32 value."""
+    p = kernel("""kernel w(N = 40)
+in  A: i8[N]
+out D: i8[N, 5]
+
+for i in 0..N:
+  D[i, 0] = A[i] * A[i]
+  D[i, 1] = A[i] + 300
+  D[i, 2] = 0
+  D[i, 2] max= A[i] * 2
+  D[i, 3] = (A[i] * 4) // 3
+  D[i, 4] = A[i]
+  D[i, 4] += 200
+""")
+    A = i8(40)
+    A[:4] = [-128, 127, 100, -100]
+    out = run_both(p, {"A": A})
+    a = A.astype(np.int64)
+    want = np.stack([a * a, a + 300, np.maximum(0, 2 * a), (4 * a) // 3, a + 200], 1)
+    assert same(out["D"], want.astype(np.int8))
+    assert list(out["D"][:4, 1]) == [-84, -85, -112, -56]     # 172, 427, 400, 200 mod 256
+    assert out["D"][0, 0] == 0 and out["D"][2, 0] == 16       # 16384, 10000 mod 256
+    assert list(out["D"][:4, 2]) == [0, -2, -56, 0]           # max(0, 254) = 254 -> -2
+    assert same(rt.wrap_i8(np.int32(300)), np.int8(44)) and rt.wrap_i8(-129) == 127
 
 
 def test_integer_expressions_in_float_context_are_exact():

@@ -200,6 +200,20 @@ def test_printer_layout():
     assert "\n\nZ[0] = 1\n" in text
 
 
+def test_i8_round_trip():
+    text = ("kernel q(M = 4, K = 8)\nin  A: i8[M, K]\nin  s: i8\nout C: i32[M]\nout D: i8[M]\n\n"
+            "for i in 0..M:\n  local t: i8[K] in register\n  C[i] = 0\n  for k in 0..K:\n"
+            "    t[k] = A[i, k]\n    C[i] += t[k] * A[i, k] - s\n  D[i] = C[i] + 300\n")
+    program = parse(text)
+    assert [d.dtype for d in program.arrays] == ["i8", "i8", "i32", "i8"]
+    assert program.body[0].body[0] == ir.Local("t", "i8", (ir.Var("K"),), "register")
+    printed = print_program(program)
+    assert printed == text
+    assert parse(printed) == program and print_program(parse(printed)) == printed
+    assert check(program) == []
+    assert "unknown dtype 'u8'" in str(error_of(text.replace("i8[M, K]", "u8[M, K]")))
+
+
 # ----------------------------------------------------------------------------- properties
 
 @fast(150)
@@ -272,7 +286,7 @@ SYNTAX_ERRORS = [
     ("empty-file", "", 1, 1, "syntax error: unexpected end of file, expected 'kernel'"),
     ("unclosed-bracket", H + "B[0 = 1\n", 5, 5, "syntax error: unexpected '='"),
     ("unknown-dtype", "kernel k(N = 4)\nin A: f33[N]\n", 2, 7,
-     "unknown dtype 'f33' (expected one of f32, f64, f16, bf16, i32, i64)"),
+     "unknown dtype 'f33' (expected one of f32, f64, f16, bf16, i32, i64, i8)"),
     ("unknown-dtype-local", H + "local t: float\n", 5, 10, "unknown dtype 'float'"),
     ("unknown-function", H + "B[0] = foo(A[0])\n", 5, 8, "unknown function 'foo' (expected one of exp,"),
     ("arity-max", H + "B[0] = max(A[0])\n", 5, 8, "max() takes 2 arguments, got 1"),

@@ -394,6 +394,46 @@ def test_materialize_default_names_are_fresh():
         == "stage A at i as At2"
 
 
+I8 = """\
+kernel q8(N = 40)
+in  A: i8[N]
+out D: i8[N]
+out E: i8
+out F: i8
+
+E = 0
+F = 0
+for i in 0..N:
+  D[i] = 0
+  D[i] max= A[i] * 3
+for k in 0..N:
+  E max= A[k] * A[k]
+for m in 0..N:
+  F max= A[m]
+"""
+
+
+def test_i8_materialize_inline_and_vectorize_keep_the_wrap():
+    """Stores into i8 wrap modulo 256, which commutes with max only for values in range:
+    materialize computes an i8 target's value in an i32 local, inline keeps an i8 local
+    that holds more than a plain i8 element, vectorize refuses a max= of wrapped values."""
+    before = kernel(I8)
+    A = np.arange(-128, 128, 256 // 40, dtype=np.int8)[:40]
+    want = interp.run(before, {"A": A})
+    after = apply_all(before, ["materialize s3 as t"])
+    assert "  local t: i32\n  t = A[i] * 3\n  D[i] max= t\n" in print_program(after)
+    for name, value in interp.run(after, {"A": A}).items():
+        np.testing.assert_array_equal(value, want[name])
+    assert apply_all(after, ["inline t"]) == before
+    narrowed = kernel(print_program(after).replace("local t: i32", "local t: i8"))
+    assert explain(narrowed, "inline t") == \
+        "inlining the i8 local 't' would skip the wrap-around of its store"
+    assert apply_all(before, ["stage A at i as At", "inline At"]) == before
+    assert explain(before, "vectorize k") == ("loop 'k' carries a dependence that is not a "
+                                              "reduction, so its iterations cannot run as SIMD lanes")
+    assert explain(before, "vectorize m") is None and explain(before, "vectorize i") is None
+
+
 # --------------------------------------------------------------------------- refusals
 
 SHIFT = """\

@@ -12,6 +12,10 @@ The semantics are those of the reference interpreter (``dojo_core.interp``):
   ``maximum``/``minimum``, not C's ``fmaxf``, which drops NaN and does not vectorize without
   ``-ffinite-math-only``); ``rsqrt(x)`` is ``1/sqrt(x)``; functions of integers are computed
   in double; f16 (``_Float16``) rounds after every operation, as numpy's float16 does.
+* i8 (``int8_t``) is promoted: its context type is i32 and its elements are read as i32
+  (C's integer promotion), so arithmetic on i8 values never overflows int8; a store into an
+  i8 array converts to ``int8_t``, which gcc defines as reduction modulo 256 (two's
+  complement wrap-around, numpy's ``astype(int8)``).
 
 Helpers (``dojo_*`` inline functions) are emitted only when used (``Helpers``), in a fixed
 order, so the generated text is deterministic and as short as the program allows.
@@ -26,10 +30,10 @@ from .scalar import (ADD, BIN_PREC, INTS, MUL, PRIMARY, UNARY, ValueLowering, co
                      int_tree, paren, promote, safe_names)
 
 CTYPES = {"f32": "float", "f64": "double", "f16": "_Float16", "bf16": "float",
-          "i32": "int32_t", "i64": "int64_t", "bool": "int"}
-ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 4, "i32": 4, "i64": 8}
+          "i32": "int32_t", "i64": "int64_t", "i8": "int8_t", "bool": "int"}
+ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 4, "i32": 4, "i64": 8, "i8": 1}
 NUMPY = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i32": np.int32,
-         "i64": np.int64}
+         "i64": np.int64, "i8": np.int8}
 FLOATS = ("f16", "f32", "f64")
 
 C_RESERVED = frozenset("""

@@ -2,9 +2,11 @@
 auto-vectorizer (PERF.md: gcc 12 left an ``omp simd`` register tile scalar).
 
 A ``vector`` loop is lowered when it is innermost with constant bounds, every statement's
-context type has one element width (f32/i32 or f64/i64; f16 and bf16 are not lowered), and
-every access is unit-stride in the loop's iterator (a vector load/store through
-``__builtin_memcpy``, so no alignment is assumed) or invariant in it (a broadcast). Targets
+context type has one element width (f32/i32 or f64/i64; f16, bf16 and i8 targets are not
+lowered), and every access is unit-stride in the loop's iterator (a vector load/store
+through ``__builtin_memcpy``, so no alignment is assumed) or invariant in it (a broadcast).
+An i8 array read in an i32 or i64 statement is loaded as int8 lanes and widened with
+``__builtin_convertvector`` (C's integer promotion: the int8 x int8 -> int32 matmul). Targets
 that are invariant must be reductions (``+= *= max= min=``), accumulated in vector registers
 and reduced horizontally (a tree of halves) after the loop; up to ``ACCUMULATORS``
 independent accumulators per reduction (consecutive vector iterations go to different
@@ -318,7 +320,7 @@ class VectorLowering:
         reductions = {k for k, _ in (reduction_plan(gen, loop) or [])}
         for k, stmt in enumerate(loop.body):
             buf = gen.ex.buffers[stmt.target.array]
-            if buf.dtype in ("f16", "bf16"):
+            if buf.dtype in ("f16", "bf16", "i8"):
                 raise _NoVector()
             widths.add(ITEMSIZE[buf.dtype])
             c = flat_coef(buf, stmt.target.indices, v, sizes)
@@ -482,8 +484,12 @@ class VectorLowering:
             buf = gen.ex.buffers[expr.array]
             c = flat_coef(buf, expr.indices, v, sizes)
             D = context_type(buf.dtype)
-            if c != 1 or buf.dtype == "f16" or ITEMSIZE[D] != ITEMSIZE[T]:
+            widen = buf.dtype == "i8" and T in ("i32", "i64")    # i8 lanes, promoted
+            if c != 1 or buf.dtype == "f16" or (ITEMSIZE[D] != ITEMSIZE[T] and not widen) \
+                    or (buf.dtype == "i8" and not widen):
                 raise _NoVector()
+            if widen:
+                D = "i8"
             code = f"{self._helper('load', D, lanes)}(&{gen.ex.lvalue(expr)})"
             if D != T:
                 code = f"__builtin_convertvector({code}, {self.vt(T, lanes)})"

@@ -60,7 +60,8 @@ How the IR maps to CUDA
   512 KiB per thread (CudaCodegenError beyond).
 * Loops: ``unroll`` -> ``#pragma unroll``; ``vector``/``parallel`` loops inside kernels
   run sequentially in their thread.
-* Dtypes: f32 float, f64 double, i32 int, i64 long long, bf16 float storage rounded to
+* Dtypes: f32 float, f64 double, i32 int, i64 long long, i8 signed char (computed in int,
+  wrapped on store), bf16 float storage rounded to
   bfloat16 (nearest even) on every store (and on entry, like the interpreter); f16 is
   refused. Value semantics: ``cuda_expr``.
 

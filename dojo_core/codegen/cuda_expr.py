@@ -13,6 +13,10 @@ C generator's (``c_expr``), written for device code:
   functions of integers are computed in double. ``rsqrt`` is CUDA's ``rsqrtf``/``rsqrt``
   (within 2 ulp of ``1/sqrt``; the interpreter rounds twice), the other functions are the
   CUDA math library's (``expf logf sqrtf tanhf erff``, within their documented ulp bounds).
+* i8 (``signed char``) is promoted as in C: its context type is i32 and its elements are
+  read as int, so arithmetic on i8 values never overflows int8; a store into an i8 array
+  converts to ``signed char``, modulo 256 (two's complement wrap-around, as numpy's
+  ``astype(int8)``).
 * f16 is refused (``CudaCodegenError``): the generator has no ``__half`` lowering yet.
 
 Indices, bounds and iterators are 32-bit ``int`` (faster on the GPU); an array with more
@@ -33,9 +37,9 @@ from .scalar import (ADD, BIN_PREC, INTS, MUL, PRIMARY, UNARY, ValueLowering, co
                      int_tree, paren, promote, safe_names)
 
 CTYPES = {"f32": "float", "f64": "double", "bf16": "float", "i32": "int", "i64": "long long",
-          "bool": "bool"}
-ITEMSIZE = {"f32": 4, "f64": 8, "bf16": 4, "i32": 4, "i64": 8}
-NUMPY = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}
+          "i8": "signed char", "bool": "bool"}
+ITEMSIZE = {"f32": 4, "f64": 8, "bf16": 4, "i32": 4, "i64": 8, "i8": 1}
+NUMPY = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64, "i8": np.int8}
 FLOATS = ("f32", "f64")
 INT32_MAX = 2**31 - 1
 

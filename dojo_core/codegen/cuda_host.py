@@ -286,7 +286,7 @@ def _main(gen) -> list:
         size = f"(size_t){n} * sizeof({CTYPES[d.dtype]})"
         lo, hi = _range(gen, d.name)
         seed = 7919 * (p.arrays.index(d) + 1)
-        if d.dtype in ("i32", "i64"):
+        if d.dtype in ("i32", "i64", "i8"):
             a, b = int(-(-lo // 1)), int(hi // 1)
             fill = (f"({CTYPES[d.dtype]})({a} + (long long)(((dojo_i + {seed}ull) * 2654435761ull) % "
                     f"{max(1, b - a + 1)}ull))")

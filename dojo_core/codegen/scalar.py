@@ -56,8 +56,9 @@ def safe_names(program: ir.Program, reserved: frozenset) -> dict:
 
 
 def context_type(dtype: str) -> str:
-    """The type statements into an array of this dtype compute in (bf16 computes as f32)."""
-    return "f32" if dtype == "bf16" else dtype
+    """The type statements into an array of this dtype compute in, and the type an element
+    of it is read as (bf16 computes as f32; i8 is promoted to i32, C's integer promotion)."""
+    return "f32" if dtype == "bf16" else ir.PROMOTED_DTYPES.get(dtype, dtype)
 
 
 def promote(a: str, b: str) -> str:

@@ -38,7 +38,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # numpy has no bfloat16: bf16 arrays are held as float32 on the numpy side.
 NUMPY_DTYPES = {
     "f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": np.float32,
-    "i32": np.int32, "i64": np.int64,
+    "i32": np.int32, "i64": np.int64, "i8": np.int8,
 }
 
 

@@ -7,7 +7,8 @@ GPU blocks and threads without changing the results:
 - parallelize L: no dependence carried by L (within one iteration of the loops around it).
 - vectorize L: L is innermost with a constant extent, and the only dependences it carries
   are those of reductions (`+=`, `*=`, `max=`, `min=`) into elements that no other
-  statement of L touches and whose value does not read their own target.
+  statement of L touches and whose value does not read their own target (a `max=`/`min=`
+  into an i8 element only with a plain i8 element as its value: updates wrap modulo 256).
 - unroll L: a constant extent of at most 64.
 - bind L gpu.block.x|y|z / gpu.thread.x|y|z: parallelizable; block loops enclose thread
   loops; each axis is bound once along a nest; thread loops have extents bounded by
@@ -103,7 +104,8 @@ class Vectorize(_OneLoop):
         stmts = deps.inside(name)
         around = [l.iterator for l in loops_around(program, path)]
         cond = f"{same(around)} and v_{name}_s != v_{name}_t"
-        reductions = {s.name for s in stmts if _is_lane_reduction(s, stmts)}
+        wrapped = _i8_names(program)
+        reductions = {s.name for s in stmts if _is_lane_reduction(s, stmts, wrapped)}
 
         def carried(s, t):
             if s.name == t.name and s.name in reductions:
@@ -115,13 +117,27 @@ class Vectorize(_OneLoop):
         return None
 
 
-def _is_lane_reduction(stmt, loop_stmts) -> bool:
+def _i8_names(program) -> set:
+    """The i8 arrays and locals of a program (names are unique in a kernel)."""
+    names = {d.name for d in program.arrays if d.dtype == "i8"}
+    names |= {s.name for s in ir.walk_stmts(program.body)
+              if isinstance(s, ir.Local) and s.dtype == "i8"}
+    return names
+
+
+def _is_lane_reduction(stmt, loop_stmts, wrapped=frozenset()) -> bool:
     """A reduction whose target no other statement of the loop touches and whose value
-    does not read the target array (statements are poly.Statement, compared by name)."""
+    does not read the target array (statements are poly.Statement, compared by name).
+    A max=/min= into an i8 element (``wrapped``: the i8 names) qualifies only with a plain
+    i8 element as its value: every update wraps modulo 256, which commutes with max and min
+    only for values already in the i8 range (+= and *= wrap alike in any order)."""
     assign = stmt.assign
     if assign.op not in ir.REDUCTION_OPS:
         return False
     target = assign.target.array
+    if target in wrapped and assign.op in ("max=", "min=") and not (
+            isinstance(assign.value, ir.Access) and assign.value.array in wrapped):
+        return False
     if any(isinstance(a, ir.Access) and a.array == target for a in ir.walk_expr(assign.value)):
         return False
     for other in loop_stmts:

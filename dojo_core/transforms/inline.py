@@ -5,7 +5,8 @@ definition `T = E`, and delete the definition and the declaration.
     t = A[i, k] * B[k, j]             ==>    C[i, j] += A[i, k] * B[k, j]
     C[i, j] += t
 
-Legal when T is a scalar local (not bf16, whose stores round) assigned exactly once, with
+Legal when T is a scalar local (not bf16, whose stores round; an i8 T only when E is a
+plain i8 element, as other values wrap when stored into it) assigned exactly once, with
 `=`, by D; every read of T lies in the statements that follow D in D's block (so each read
 sees the value D stored in the same pass through that block); and no statement between D
 and the last of those statements writes an array that E reads (the last one may, when it is
@@ -81,6 +82,10 @@ class Inline(Transformation):
         define, path = defs[0]
         if define.op != "=":
             return f"'{name}' is updated with '{define.op}', not defined once with '='"
+        source = scope.visible_decl(program, path, define.value.array) \
+            if isinstance(define.value, ir.Access) else None
+        if decl.dtype == "i8" and getattr(source, "dtype", None) != "i8":
+            return f"inlining the i8 local '{name}' would skip the wrap-around of its store"
         if any(isinstance(a, ir.Access) and a.array == name for a in ir.walk_expr(define.value)):
             return f"the definition of '{name}' reads '{name}'"
         body, at = body_at(program, path), path[-1]

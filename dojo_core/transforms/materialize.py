@@ -6,7 +6,8 @@ textual order) into a new scalar local just before it.
                                                t = A[i, k] * B[k, j]
                                                C[i, j] += t
 
-The local has the dtype of S's target, so the value is computed exactly as before (the
+The local has the dtype of S's target (i32 for an i8 target, whose values are computed in
+i32 and wrap only when stored), so the value is computed exactly as before (the
 interpreter and the code generators evaluate a value in its target's dtype). Always legal
 when the value is not already a plain access, iterator or constant; a bf16 update
 (`+=` ...) is refused because storing the value in a bf16 local would round it first.
@@ -59,6 +60,7 @@ class Materialize(Transformation):
         ref, name = params
         stmt, path = find_ref(program, ref)
         dtype = scope.visible_decl(program, path, stmt.target.array).dtype
+        dtype = ir.PROMOTED_DTYPES.get(dtype, dtype)      # an i8 target computes in i32
         local = ir.Local(name, dtype, (), None)
         define = ir.Assign(ir.Access(name, ()), "=", stmt.value)
         use = ir.Assign(stmt.target, stmt.op, ir.Access(name, ()), stmt.loc)
