@@ -243,7 +243,8 @@ def _c_errors(filename: str):
         except (CompileError, RunError, CodegenError) as exc:
             lines = [l.strip() for l in str(exc).splitlines() if l.strip()]
             kind = {"CompileError": "C compile failed", "RunError": "C run failed",
-                    "CodegenError": "C code generation failed"}[type(exc).__name__]
+                    "CodegenError": "C code generation failed",
+                    "TargetUnavailable": "C target refused"}[type(exc).__name__]
             raise DojoError(f"{kind}: " + " | ".join(lines[:4]), 1, 1, filename) from None
     return ctx()
 
@@ -309,6 +310,12 @@ def cmd_bench(args) -> int:
     program = load_state(args)
     reference = load_file(args.file, parse_size_args(args.size, args.file))
     target = isa_target(args)
+    from .codegen.targets import host_arch, is_foreign
+    if is_foreign(target):
+        raise DojoError(f"--isa {target.name}: {target.arch} code runs only under emulation on "
+                        f"this {host_arch()} machine, and an emulator's time is not a "
+                        f"measurement (check correctness with `run --backend c --isa "
+                        f"{target.name}`)", 1, 1, args.file)
     inputs = random_inputs(reference, 0)
     with _c_errors(args.file):
         lib = harness.build(program, target)

@@ -19,6 +19,12 @@ call, optionally writing a 64 MiB buffer before each call to flush the caches, w
 OpenMP thread count set by omp_set_num_threads. After ``warmup`` calls, one timed call
 sizes the repetitions: at least ``min_reps`` and enough for ``min_time`` seconds in total.
 
+A foreign target (``targets.is_foreign``: Arm or RISC-V on this x86 machine) is built by its
+cross route into an executable and run under qemu-user (``dojo_core/cross.py``): ``run_c``
+and ``verify`` behave as for the host, ``timeout`` defaults to 300 s there, and ``measure``
+refuses (RunError): an emulator's time is not a measurement. A target that cannot be built
+and run here raises ``cross.TargetUnavailable`` (a CompileError), never a host build.
+
 ``verify`` compares outputs per dtype: f32 |got - ref| <= 1e-4 |ref| + 1e-5 max|ref|,
 f64 1e-9 / 1e-9, f16 and bf16 1e-2 / 1e-2, integers exactly; NaN and inf must match. The
 reference program runs on the interpreter when its estimated work is small
@@ -38,8 +44,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import ir
+from . import cross, ir
 from .codegen import generate_c, get_target, timing_entry
+from .codegen.targets import is_foreign
 from .codegen.c_expr import CTYPES
 from .compile import CompileError, Compiled, compile_shared
 
@@ -69,7 +76,15 @@ class Library:
     def path(self) -> str:
         return self.compiled.path
 
+    @property
+    def emulated(self) -> bool:
+        """True for an executable of a foreign target that runs under an emulator."""
+        return isinstance(self.compiled, cross.CrossCompiled)
+
     def dll(self):
+        if self.emulated:
+            raise RunError(f"kernel {self.program.name} is built for {self.target.name}, "
+                           f"which runs only under emulation here (no shared library)")
         if self._dll is None:
             self._dll = _load(self.compiled.path, len(self.program.arrays))
         return self._dll
@@ -104,6 +119,13 @@ def flags_for(target, opt=None) -> tuple:
 def build(program: ir.Program, target=None, opt=None, timeout: float = 120) -> Library:
     """Generate, compile (through the cache) and describe the library of a program."""
     target = get_target(target)
+    if is_foreign(target):
+        cross.check_route(target)              # refuse before generating anything
+        nbytes = [int(np.prod(_shape(program, d), dtype=np.int64))
+                  * np.dtype(NUMPY_DTYPES[d.dtype]).itemsize for d in program.arrays]
+        source = generate_c(program, target) + cross.driver_source(program, nbytes)
+        compiled = cross.compile_executable(source, target, opt, timeout=timeout)
+        return Library(program, compiled, target, cross.route_cflags(target, opt))
     source = generate_c(program, target) + timing_entry(program)
     cflags = flags_for(target, opt)
     compiled = compile_shared(source, cflags, target.ldflags, timeout=timeout)
@@ -246,6 +268,8 @@ def run_c(program: ir.Program, inputs: dict, target=None, threads=None, opt=None
     """Run the compiled program once (see the module docstring); every out/inout array."""
     lib = library or build(program, target, opt)
     arrays, outputs = prepare(program, inputs)
+    if lib.emulated:
+        return _run_emulated(lib, arrays, outputs, threads, timeout or 300)
     if timeout is None:
         dll = lib.dll()
         if threads:
@@ -258,10 +282,35 @@ def run_c(program: ir.Program, inputs: dict, target=None, threads=None, opt=None
             if d.kind in ("out", "inout")}
 
 
+def _run_emulated(lib: Library, arrays, outputs: dict, threads, timeout: float) -> dict:
+    """run_c for an executable under its emulator: the arrays' bytes in, the outputs'
+    bytes back into the output arrays (declaration order)."""
+    data = b"".join(np.ascontiguousarray(a).tobytes() for a in arrays)
+    try:
+        back = cross.run_executable(lib.compiled, data, threads, timeout)
+    except cross.EmulationError as exc:
+        raise RunError(f"kernel {lib.program.name} ({lib.target.name}, emulated) {exc}") from None
+    offset = 0
+    for decl, buf in zip(lib.program.arrays, arrays):
+        if decl.kind in ("out", "inout"):
+            n = buf.nbytes
+            if offset + n > len(back):
+                raise RunError(f"kernel {lib.program.name} ({lib.target.name}, emulated) "
+                               f"returned {len(back)} bytes of outputs, too few")
+            buf[...] = np.frombuffer(back, dtype=buf.dtype, count=buf.size,
+                                     offset=offset).reshape(buf.shape)
+            offset += n
+    return outputs
+
+
 def measure(program: ir.Program, inputs: dict, min_time: float = 0.2, min_reps: int = 3,
             warmup: int = 1, threads=None, flush_cache: bool = False, timeout: float = 120,
             target=None, opt=None, library: Library = None) -> dict:
     """Time the compiled program in a child process (see the module docstring)."""
+    chosen = library.target if library is not None else get_target(target)
+    if is_foreign(chosen):
+        raise RunError(f"target {chosen.name} runs only under emulation here: an emulator's "
+                       f"time is not a measurement")
     lib = library or build(program, target, opt)
     arrays, _ = prepare(program, inputs)
     params = dict(min_time=min_time, min_reps=min_reps, warmup=warmup, threads=threads,

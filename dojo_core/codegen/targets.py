@@ -19,8 +19,19 @@ when ``libmvec`` is set, and links ``-lmvec``: loops that gcc auto-vectorizes th
 (``libmvec_name``) -- except f32 ``exp`` in explicit vector loops, which is an inline
 polynomial by default (``vector_exp``; ``c_vector.VEXPF``): inlined, it made the softmax
 schedule about 1.6-2x faster on Zen 5 than the libmvec call (measured in one run). Only the
-x86 targets are measured here (gcc 12.2, glibc 2.36, Zen 5); the Arm and RISC-V
-descriptions follow the compilers' documented flags and are untested.
+x86 targets are measured here (gcc 12.2, glibc 2.36, Zen 5). The Arm and RISC-V targets
+are compiled and run on x86 through their ``cross`` route (``CrossRoute``: a cross
+compiler, its flags, and qemu-user; ``dojo_core/cross.py``), so their code is checked for
+correctness and for its vector instructions, never timed.
+
+arm-sve fixes the vector length at 256 bits (``-msve-vector-bits=256``, the length of
+Graviton 3 / Neoverse V1): gcc lowers GCC vector types to SVE only at a known length
+(without it, 16-byte vectors stay NEON). ``detect_host_target`` on an SVE machine adapts the
+width to the machine's length (``/proc/sys/abi/sve_default_vector_length``). riscv-rvv
+assumes VLEN >= 256 in the cross route: gcc 12 emits no RVV at all, so it is built with
+clang 14 (``-riscv-v-vector-bits-min=256``) against the riscv64 gcc's sysroot; clang's
+OpenMP calls libomp's ``__kmpc_*`` entry points, which ``cross.KMPC_SHIM`` maps onto the
+cross libgomp (Debian has no riscv64 libomp).
 
 x86-avx2 adds ``-mtune=haswell``: tuned for Zen 3 (gcc 12's ``-march=native`` there), gcc
 folds every load of an unrolled register tile into its FMA as a memory operand, so a 4x16
@@ -45,6 +56,23 @@ MVEC_FUNCTIONS = {"exp": ("expf", "exp"), "log": ("logf", "log"), "tanh": ("tanh
 
 
 @dataclass(frozen=True)
+class CrossRoute:
+    """How to build and run a target's code on a machine of another ISA: the compiler
+    command (argv prefix), the flags that replace the target's native ``cflags`` and
+    ``ldflags``, the emulator command the executable runs under (argv prefix), the files
+    that must exist (sysroots, linkers) and the Debian packages that provide them all.
+    ``openmp``: ``"libgomp"`` (gcc's own runtime) or ``"kmpc-shim"`` (clang's libomp entry
+    points over libgomp, ``cross.KMPC_SHIM``)."""
+    cc: tuple
+    cflags: tuple
+    ldflags: tuple
+    emulator: tuple
+    needs: tuple = ()
+    packages: str = ""
+    openmp: str = "libgomp"
+
+
+@dataclass(frozen=True)
 class Target:
     """One CPU ISA: what the C generator and the compiler need to know."""
     name: str
@@ -59,6 +87,8 @@ class Target:
     # f32 exp in explicit vector loops: "poly" (inline polynomial, c_vector.VEXPF) or
     # "libmvec" (the libmvec call where the target has one, else the polynomial)
     vector_exp: str = "poly"
+    # how to build and run it on another ISA (None: native only)
+    cross: CrossRoute = None
 
     @property
     def flags(self) -> tuple:
@@ -91,6 +121,9 @@ class Target:
 
 
 _X86_MVEC = ((16, "b"), (32, "d"), (64, "e"))
+_ARM_SYSROOT = "/usr/aarch64-linux-gnu"
+_RISCV_SYSROOT = "/usr/riscv64-linux-gnu"
+_RISCV_LD = "/usr/bin/riscv64-linux-gnu-ld"
 _ALL_MVEC = tuple(sorted(n for pair in MVEC_FUNCTIONS.values() for n in pair))
 
 TARGETS = {
@@ -104,14 +137,29 @@ TARGETS = {
         "x86-64 with AVX2 and FMA: 256-bit vectors (8 f32 lanes)"),
     "arm-neon": Target(
         "arm-neon", "aarch64", 16, COMMON_FLAGS + ("-mcpu=native",), ("-lm",), (), (),
-        "AArch64 Advanced SIMD: 128-bit vectors (4 f32 lanes)"),
+        "AArch64 Advanced SIMD: 128-bit vectors (4 f32 lanes)",
+        cross=CrossRoute(("aarch64-linux-gnu-gcc",), COMMON_FLAGS + ("-march=armv8-a",),
+                         ("-lm",), ("qemu-aarch64", "-cpu", "max", "-L", _ARM_SYSROOT),
+                         (_ARM_SYSROOT,), "gcc-aarch64-linux-gnu qemu-user")),
     "arm-sve": Target(
-        "arm-sve", "aarch64", 16, COMMON_FLAGS + ("-mcpu=native",), ("-lm",), (), (),
-        "AArch64 SVE: explicit vectors at the 128-bit NEON width (SVE's length is not fixed "
-        "at compile time); gcc's auto-vectorizer may use SVE for the rest"),
+        "arm-sve", "aarch64", 32, COMMON_FLAGS + ("-mcpu=native", "-msve-vector-bits=256"),
+        ("-lm",), (), (),
+        "AArch64 SVE at a 256-bit vector length (8 f32 lanes, -msve-vector-bits=256); "
+        "detect_host_target adapts it to the machine's length",
+        cross=CrossRoute(("aarch64-linux-gnu-gcc",),
+                         COMMON_FLAGS + ("-march=armv8.2-a+sve", "-msve-vector-bits=256"),
+                         ("-lm",), ("qemu-aarch64", "-cpu", "max,sve256=on", "-L", _ARM_SYSROOT),
+                         (_ARM_SYSROOT,), "gcc-aarch64-linux-gnu qemu-user")),
     "riscv-rvv": Target(
         "riscv-rvv", "riscv64", 16, COMMON_FLAGS + ("-march=rv64gcv",), ("-lm",), (), (),
-        "RISC-V with the V extension: explicit vectors of 128 bits (VLEN >= 128)"),
+        "RISC-V with the V extension: explicit vectors of 128 bits (VLEN >= 128)",
+        cross=CrossRoute(("clang-14", "--target=riscv64-linux-gnu"),
+                         COMMON_FLAGS + ("-march=rv64gcv", "-mllvm", "-riscv-v-vector-bits-min=256"),
+                         ("-fuse-ld=" + _RISCV_LD, "-lgomp", "-lm"),
+                         ("qemu-riscv64", "-cpu", "rv64,v=true,vlen=256,vext_spec=v1.0",
+                          "-L", _RISCV_SYSROOT),
+                         (_RISCV_SYSROOT, _RISCV_LD), "gcc-riscv64-linux-gnu clang-14 qemu-user",
+                         openmp="kmpc-shim")),
     "generic": Target(
         "generic", platform.machine() or "unknown", 16, COMMON_FLAGS, ("-lm",), (), (),
         "any CPU: 128-bit generic vectors, no ISA flags"),
@@ -182,6 +230,36 @@ def _libmvec_functions(target: Target) -> tuple:
     return tuple(found)
 
 
+_ARCH_ALIASES = {"amd64": "x86_64", "AMD64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
+
+
+def host_arch() -> str:
+    """This machine's ISA family in Target.arch spelling (x86_64, aarch64, riscv64)."""
+    machine = platform.machine() or "unknown"
+    return _ARCH_ALIASES.get(machine, machine)
+
+
+def is_foreign(target: Target) -> bool:
+    """True when the target's code cannot run natively here (another ISA): it is built and
+    run through ``target.cross`` (dojo_core/cross.py) or refused."""
+    return _ARCH_ALIASES.get(target.arch, target.arch) != host_arch()
+
+
+def _sve_length(target: Target) -> Target:
+    """arm-sve at this machine's SVE vector length (the kernel's default for new
+    processes), when it is known and not the description's 256 bits."""
+    try:
+        with open("/proc/sys/abi/sve_default_vector_length", encoding="ascii") as f:
+            nbytes = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return target
+    if nbytes == target.vector_bytes or nbytes < 16 or nbytes & (nbytes - 1):
+        return target
+    flags = tuple(f"-msve-vector-bits={8 * nbytes}" if f.startswith("-msve-vector-bits=") else f
+                  for f in target.cflags)
+    return replace(target, vector_bytes=min(nbytes, 64), cflags=flags)
+
+
 @lru_cache(maxsize=1)
 def detect_host_target() -> Target:
     """The target of this machine (from /proc/cpuinfo), libmvec narrowed to what the
@@ -192,10 +270,12 @@ def detect_host_target() -> Target:
     except OSError:
         text = ""
     target = target_from_cpuinfo(text, platform.machine())
+    if target.name == "arm-sve":
+        target = _sve_length(target)
     if target.libmvec:
         target = target.with_libmvec(_libmvec_functions(target))
     return target
 
 
-__all__ = ["Target", "TARGETS", "MVEC_FUNCTIONS", "get_target", "detect_host_target",
-           "target_from_cpuinfo"]
+__all__ = ["Target", "CrossRoute", "TARGETS", "MVEC_FUNCTIONS", "get_target",
+           "detect_host_target", "target_from_cpuinfo", "host_arch", "is_foreign"]
