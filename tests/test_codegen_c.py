@@ -377,9 +377,29 @@ for j in 0..M:
     s[j] += X[i, j]
 """)
     text = generate_c(program2, "x86-avx512")
-    assert "#pragma omp simd reduction(+:dojo_r1)" in text
+    # X[i, j] is strided in i (a gather): the sum goes through a private scalar, unforced
+    assert "float dojo_r1 = s[j];" in text and "#pragma omp simd" not in text
     assert_matches_interp(program, opt=None)
     assert_matches_interp(program2, opt=None)
+
+
+def test_a_vector_loop_of_gathers_is_not_forced_and_compiles_quickly():
+    """gemv tiled over rows vectorizes the row loop, which reads A with a stride of a whole
+    row: forced with omp simd, gcc 12 did not finish compiling it in minutes at K = 4096."""
+    program = replay(load_kernel("gemv"), ["fission i after s0", "split i2 by 32",
+                                           "split k by 128", "interchange i21 k0",
+                                           "interchange i21 k1",
+                                           "accumulate y at k1 as acc in register",
+                                           "vectorize i21", "parallelize i20"])
+    text = generate_c(program, "x86-avx2")
+    assert "acc[i21] += A[(32*i20 + i21) * K + 128*k0 + k1] * x[128*k0 + k1];" in text
+    assert not any("omp simd" in line for line in text.splitlines())
+    harness.build(program, "x86-avx2" if X86 else None, timeout=60)
+    assert_matches_interp(replay(load_kernel("gemv", {"N": 64, "K": 256}),
+                                 ["fission i after s0", "split i2 by 32", "split k by 128",
+                                  "interchange i21 k0", "interchange i21 k1",
+                                  "accumulate y at k1 as acc in register", "vectorize i21",
+                                  "parallelize i20"]))
 
 
 def test_generic_target_without_libmvec_compiles_and_matches():

@@ -248,9 +248,26 @@ class CGenerator:
         inc = f"++{it}" if step == 1 else f"{it} += {step}"
         return f"for (int64_t {it} = {lo}; {it} < {hi}; {inc})"
 
+    def _gathers(self, loop: ir.Loop) -> bool:
+        """True when an access in the loop is neither unit-stride nor invariant in its
+        iterator (or its stride is unknown): vectorized, a gather or a scatter."""
+        for stmt in ir.walk_stmts(loop.body):
+            if not isinstance(stmt, ir.Assign):
+                continue
+            for access in [stmt.target] + [e for e in ir.walk_expr(stmt.value)
+                                            if isinstance(e, ir.Access)]:
+                buf = self.ex.buffers.get(access.array)
+                if buf is None or c_vector.flat_coef(buf, access.indices, loop.iterator,
+                                                     self.sizes) not in (0, 1):
+                    return True
+        return False
+
     def simd_fallback(self, stmt: ir.Loop, depth: int) -> None:
         """``omp simd`` for a vector loop the explicit lowering does not take; reductions
-        into loop-invariant elements go through private scalars (``reduction`` clauses)."""
+        into loop-invariant elements go through private scalars (``reduction`` clauses).
+        A loop with gathers or scatters (``_gathers``) keeps the private scalars but is not
+        forced: gcc 12 took minutes to compile an ``omp simd`` gather with a 16 KiB stride
+        (gemv's rows, tiled), and decides better by its cost model whether one pays."""
         plan = c_vector.reduction_plan(self, stmt)
         if plan is None:                  # a reduction whose target may vary unpredictably
             self.emit(depth, self.header(stmt) + " {")
@@ -274,7 +291,8 @@ class CGenerator:
             depth += 1
             for line in pre:
                 self.emit(depth, line)
-        self.emit(depth, " ".join(["#pragma omp simd"] + clauses))
+        if not self._gathers(stmt):
+            self.emit(depth, " ".join(["#pragma omp simd"] + clauses))
         self.emit(depth, self.header(stmt) + " {")
         self.block(tuple(body), depth + 1)
         self.emit(depth, "}")
