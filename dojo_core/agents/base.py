@@ -86,6 +86,7 @@ class SearchResult:
     trials: list = field(default_factory=list)      # [Trial], the baseline first
     stopped: bool = False
     wall_s: float = 0.0
+    phases: dict = field(default_factory=dict)      # PhaseClock.totals() of the search
 
     @property
     def baseline(self) -> Trial:
@@ -116,6 +117,7 @@ class SearchResult:
             "speedup": self.speedup,
             "measurements": len(self.trials),
             "stopped": self.stopped, "wall_s": self.wall_s,
+            "phases": self.phases,
         }
 
     def to_history(self, title: str = "") -> dict:

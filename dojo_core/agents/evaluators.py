@@ -1,6 +1,7 @@
-"""Evaluators: measure program states locally or through the server (issue 7).
+"""Evaluators: measure program states locally or through the server.
 
-``LocalEvaluator(min_time=0.05, threads=None, timeout=60, store=None, target=None)``
+``LocalEvaluator(min_time=0.05, threads=None, timeout=60, store=None, target=None,
+inputs=None)``
     generates C, compiles it through the compile cache, runs it once and compares its
     outputs with the untransformed kernel's (computed ONCE per root: the interpreter at
     small sizes, the compiled root otherwise), then times it in a persistent child process
@@ -11,7 +12,11 @@
     same fingerprint (in the store, or earlier in this process) is answered from the cache
     (``source="cache"``), and so is a state whose generated C is identical to a measured one.
     ``code_key(root, steps)`` is the hash of the generated C (None when it cannot be
-    generated): agents use it to skip steps that cannot change the code.
+    generated): agents use it to skip steps that cannot change the code. ``inputs(root)``
+    gives the input arrays (default ``kernels.random_inputs(root, 0)``: kernels whose
+    inputs need structure, such as a positive definite matrix, bring their own).
+    ``phases``: a ``phases.PhaseClock`` (set by the search session) that it reports its
+    codegen, compile, reference and measure times to.
 
 ``ServerEvaluator(url, runners=(None,), min_time=0.05, poll_s=0.2, timeout=600, token=None)``
     submits ``POST /api/jobs`` and polls ``GET /api/jobs/ID`` (standard library HTTP only);
@@ -38,6 +43,7 @@ from ..errors import DojoError
 from ..printer import print_program
 from ..records import RecordStore, machine_fingerprint, now_iso, program_hash, text_hash
 from .base import Measurement
+from .phases import timed
 from .states import StateCache
 
 
@@ -93,10 +99,11 @@ class LocalEvaluator:
 
     def __init__(self, min_time: float = 0.05, threads: Optional[int] = None,
                  timeout: float = 60, store: Optional[RecordStore] = None, target=None,
-                 compile_timeout: float = 120):
+                 compile_timeout: float = 120, inputs=None):
         from ..codegen import get_target
         self.min_time, self.threads, self.timeout = min_time, threads, timeout
         self.compile_timeout = compile_timeout
+        self.inputs = inputs            # root -> input arrays (None: kernels.random_inputs)
         self.target = get_target(target)
         basis = machine_fingerprint()
         if threads is not None or target is not None:
@@ -109,6 +116,7 @@ class LocalEvaluator:
         self._references: dict = {}
         self._worker = None
         self._lock = threading.Lock()
+        self.phases = None              # a PhaseClock the search session may set
 
     # ------------------------------------------------------------------ helpers
 
@@ -125,7 +133,8 @@ class LocalEvaluator:
 
     def _source(self, program) -> str:
         from ..codegen import generate_c, timing_entry
-        return generate_c(program, self.target) + timing_entry(program)
+        with timed(self.phases, "codegen"):
+            return generate_c(program, self.target) + timing_entry(program)
 
     def code_key(self, root: ir.Program, steps: tuple) -> Optional[str]:
         try:
@@ -135,20 +144,23 @@ class LocalEvaluator:
 
     def _reference(self, root: ir.Program):
         """(root key, inputs, reference outputs) of a root, computed once."""
-        from .. import harness
-        from ..kernels import random_inputs
         key = self.states.root_key(root)
         if key not in self._references:
-            inputs = random_inputs(root, 0)
-            if harness.estimated_work(root) <= harness.INTERP_LIMIT:
-                from ..interp import run
-                want = run(root, inputs)
-            else:
-                want = harness.run_c(root, inputs, target=self.target,
-                                     timeout=max(self.timeout, 60))
+            with timed(self.phases, "reference"):
+                inputs, want = self._untransformed_outputs(root)
             self._references.clear()
             self._references[key] = (inputs, {k: v.copy() for k, v in want.items()})
         return (key, *self._references[key])
+
+    def _untransformed_outputs(self, root: ir.Program) -> tuple:
+        from .. import harness
+        from ..kernels import random_inputs
+        inputs = self.inputs(root) if self.inputs is not None else random_inputs(root, 0)
+        if harness.estimated_work(root) <= harness.INTERP_LIMIT:
+            from ..interp import run
+            return inputs, run(root, inputs)
+        return inputs, harness.run_c(root, inputs, target=self.target,
+                                     timeout=max(self.timeout, 60))
 
     # ------------------------------------------------------------------ evaluation
 
@@ -180,7 +192,8 @@ class LocalEvaluator:
             return Measurement(m.median_s, m.verified, m.error, m.min_s, m.max_s,
                                source="cache", runner=m.runner)
         try:
-            lib = harness.build(state, self.target, timeout=self.compile_timeout)
+            with timed(self.phases, "compile"):
+                lib = harness.build(state, self.target, timeout=self.compile_timeout)
             key, inputs, reference = self._reference(root)
         except Exception as exc:                                        # noqa: BLE001
             return self._store(root, steps, state_hash, _failed(_one_line(exc), self.runner),
@@ -189,9 +202,10 @@ class LocalEvaluator:
             self._worker = MeasureWorker()
         params = dict(min_time=self.min_time, min_reps=3, warmup=1, threads=self.threads,
                       flush_cache=False)
-        answer = self._worker.measure(root_key=key, inputs=inputs, reference=reference,
-                                      program=state, path=lib.path, params=params,
-                                      threads=self.threads, timeout=self.timeout)
+        with timed(self.phases, "measure"):
+            answer = self._worker.measure(root_key=key, inputs=inputs, reference=reference,
+                                          program=state, path=lib.path, params=params,
+                                          threads=self.threads, timeout=self.timeout)
         if "error" in answer:
             m = _failed(answer["error"], self.runner)
         elif not answer["verified"]:

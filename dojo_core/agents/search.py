@@ -5,7 +5,8 @@ candidate moves of a state (pruned, ranked by a prior).
 counts; no more than ``budget`` measurements are asked for (cache hits included); a state
 already measured in this search (same steps, same canonical IR or, where the evaluator
 offers ``code_key``, the same generated code) is never measured twice; ``on_event`` runs
-after every measurement, in order; ``should_stop`` is polled between measurements.  Every
+after every measurement, in order; ``should_stop`` is polled between measurements; the
+result's ``phases`` says where the time went (``phases.PhaseClock``).  Every
 trial's steps are legal from the root (moves are replayed before they are measured; an
 illegal one is dropped without cost), so ``to_history()`` always replays.
 
@@ -25,6 +26,7 @@ from ..records import program_hash
 from ..transforms import actions
 from .base import Measurement, SearchEvent, SearchResult, Trial
 from .macros import Move, macro_moves
+from .phases import PhaseClock
 from .states import StateCache
 
 KIND_PRIOR = {"macro": 10.0, "vectorize": 6.0, "parallelize": 6.0, "accumulate": 4.0,
@@ -68,6 +70,9 @@ class Session:
         self.agent, self.root, self.evaluator, self.budget = agent, root, evaluator, budget
         self.on_event, self.should_stop = on_event, should_stop
         self.states = StateCache()
+        self.clock = PhaseClock()
+        if hasattr(evaluator, "phases"):
+            evaluator.phases = self.clock
         self.result = SearchResult(agent, root.name, root)
         self.by_steps: dict = {}           # steps -> Trial
         self._seen_states: dict = {}       # canonical IR hash -> steps
@@ -91,7 +96,8 @@ class Session:
         return self.stopped
 
     def program(self, steps: tuple):
-        return self.states.program(self.root, steps)
+        with self.clock.phase("replay"):
+            return self.states.program(self.root, steps)
 
     def time_of(self, steps: tuple) -> Optional[float]:
         trial = self.by_steps.get(tuple(steps))
@@ -185,6 +191,9 @@ class Session:
     def finish(self) -> SearchResult:
         self.result.wall_s = time.monotonic() - self._started
         self.result.stopped = self.stopped
+        self.result.phases = self.clock.totals()
+        if hasattr(self.evaluator, "phases"):
+            self.evaluator.phases = None
         return self.result
 
     # ------------------------------------------------------------------ moves
@@ -194,5 +203,7 @@ class Session:
         gpu = bool(getattr(self.evaluator, "gpu", False))
         program = self.program(steps)
         target = getattr(self.evaluator, "target", None)
-        return [(m, tuple(steps) + m.steps) for m in
-                candidate_moves(program, prior=prior, gpu=gpu, macros=macros, target=target)]
+        with self.clock.phase("moves"):
+            return [(m, tuple(steps) + m.steps) for m in
+                    candidate_moves(program, prior=prior, gpu=gpu, macros=macros,
+                                    target=target)]
