@@ -1,0 +1,63 @@
+"""bench/suite.py (the agents on the benchmark suite against gcc, Polly and numpy) on one tiny
+kernel at the suite's test sizes: the JSON has the rows, Polly's outputs were verified."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("clang-14") is None,
+    reason="clang-14 is missing: bench/suite.py's Polly peer needs it "
+           "(apt-get install clang-14 libomp-14-dev)")
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("bench_suite", ROOT / "bench" / "suite.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_suite_bench_on_a_tiny_kernel(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("DOJO_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "suite.json"
+    bench = _load_script()
+    code = bench.main(["--kernels", "atax", "--dtypes", "f32", "--dataset", "test",
+                       "--threads", "1", "--agents", "greedy,mcts", "--budget", "2",
+                       "--rounds", "1", "--min-time", "0.005", "--search-min-time", "0.005",
+                       "--out", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert doc["machine"]["isa"] in printed and "load average at start" in printed
+    assert len(doc["load_average"]["start"]) == 3 and len(doc["load_average"]["end"]) == 3
+    assert doc["tvm"]["run"] is False and doc["tvm"]["reason"]
+    [row] = doc["rows"]
+    assert (row["kernel"], row["dtype"], row["threads"]) == ("atax", "f32", 1)
+    assert "error" not in row, row.get("error")
+    assert row["baseline"]["median_s"] > 0
+    polly = row["polly"]
+    assert "error" not in polly, polly.get("error")
+    assert polly["verified"] is True and polly["verified_against"] == "baseline"
+    assert polly["median_s"] > 0 and "-polly" in polly["flags"]
+    assert "clang" in polly["compiler"]
+    assert row["numpy"]["verified"] is True and row["numpy"]["median_s"] > 0   # atax: a peer
+    for agent in ("greedy", "mcts"):
+        cell = row["agents"][agent]
+        assert "error" not in cell, cell.get("error")
+        assert cell["verified"] is True and cell["median_s"] > 0
+        assert 1 <= cell["measurements"] <= 2 and cell["wall_s"] > 0
+        assert isinstance(cell.get("phases"), dict)
+    sp = row["speedups"]
+    for col in ("polly/base", "numpy/base", "greedy/base", "greedy/polly", "mcts/base",
+                "mcts/polly"):
+        assert sp[col] > 0, col
+    gm = doc["geomeans"]["1"]
+    assert gm["polly/base"]["n"] == 1 and gm["greedy/base"]["value"] == pytest.approx(
+        sp["greedy/base"])
