@@ -106,7 +106,8 @@ def test_a_parallel_loop_holding_explicit_vector_code_stays_inline():
 
 def test_code_without_openmp_calls_the_function_over_the_whole_range():
     text = generate_c(replay(TWO_GEMMS, ["parallelize i"]), "x86-avx2")
-    assert "#else\n    dojo_kernel_par1(dojo_lo, dojo_hi, alpha, tmp, A, B);\n    #endif" in text
+    assert ("#else\n    if (dojo_lo < dojo_hi) dojo_kernel_par1(dojo_lo, dojo_hi, alpha, tmp, A, B);"
+            "\n    #endif") in text
 
 
 SEIDEL_WALK = ["split j by 2", "accumulate A at j0 as acc", "split j3 by 2", "merge j0 j1",
@@ -131,3 +132,29 @@ def test_threads_never_store_their_neighbours_elements():
         got = harness.run_c(program, inputs, threads=2, library=lib)
         errors = harness.compare(got, want, original)
         assert all(e <= 1 for e in errors.values()), f"run {run}: {errors}"
+
+
+TRIANGLE = """\
+kernel triangle(N = 9)
+in  X: f32[N, N]
+out Y: f32[N, N]
+
+for i in 0..N:
+  for j in 0..N:
+    Y[i, j] = 0
+for i2 in 0..N:
+  for j2 in i2 + 1..N parallel:
+    Y[i2, j2] = X[i2, j2] + X[j2, i2]
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_shares_of_a_triangular_range_and_its_empty_last_row(threads):
+    """Each thread's share lies within the loop's bounds, which the outlined function tells
+    gcc (``__builtin_unreachable`` otherwise); an empty share, and an empty range (the last
+    row, j2 from N to N), calls nothing."""
+    program = load_source(TRIANGLE)
+    text = generate_c(program, "x86-avx2")
+    assert "if (dojo_lo < i2 + 1 || dojo_hi > N) __builtin_unreachable();" in text
+    assert "if (dojo_b < dojo_e) dojo_kernel_par1(dojo_b, dojo_e, X, Y, i2);" in text
+    assert_matches_interp(program, threads)

@@ -3,10 +3,12 @@
 A ``parallel`` loop ``for (i = lo; i < hi; ++i) BODY`` becomes
 
     static void KERNEL_parN(int64_t dojo_lo, int64_t dojo_hi, <free variables>)
-    { const int64_t <sizes>; for (int64_t i = dojo_lo; i < dojo_hi; ++i) BODY }
+    { const int64_t <sizes>; <lo <= dojo_lo < dojo_hi <= hi assumed>;
+      for (int64_t i = dojo_lo; i < dojo_hi; ++i) BODY }
     ...
     #pragma omp parallel
-    { <this thread's contiguous share of lo..hi, as schedule(static)>; KERNEL_parN(b, e, ...); }
+    { <this thread's contiguous share b..e of lo..hi, as schedule(static)>;
+      if (b < e) KERNEL_parN(b, e, ...); }
 
 The free variables are: the kernel arrays (in declaration order), then the array locals of
 enclosing blocks the loop touches (``restrict`` pointers, ``const`` for those the loop does
@@ -112,6 +114,9 @@ def outline(gen, loop: ir.Loop, depth: int) -> bool:
         gen.emit(1, "const int64_t " + ", ".join(
             f"{gen.names[n]} = {v}" for n, v in gen.program.sizes) + ";")
         gen.emit(1, "".join(f"(void){n}; " for n in names).rstrip())
+    # the share lies within the loop's bounds: without this fact gcc could not prove that
+    # rows and columns of corr[i, j] and corr[j, i] differ (PolyBench correlation, 3.7x)
+    gen.emit(1, f"if ({_LO} < {lo} || {_HI} > {hi}) __builtin_unreachable();")
     gen.emit(1, gen.header(loop, _LO, _HI) + " {")
     gen.block(loop.body, 2)
     gen.emit(1, "}")
@@ -135,10 +140,10 @@ def outline(gen, loop: ir.Loop, depth: int) -> bool:
     gen.emit(depth + 2, f"const int64_t dojo_b = {_LO} + dojo_t * dojo_q + "
                         "(dojo_t < dojo_r ? dojo_t : dojo_r);")
     gen.emit(depth + 2, "const int64_t dojo_e = dojo_b + dojo_q + (dojo_t < dojo_r);")
-    gen.emit(depth + 2, f"{fname}({', '.join(['dojo_b', 'dojo_e'] + rest)});")
+    gen.emit(depth + 2, f"if (dojo_b < dojo_e) {fname}({', '.join(['dojo_b', 'dojo_e'] + rest)});")
     gen.emit(depth + 1, "}")
     gen.emit(depth + 1, "#else")
-    gen.emit(depth + 1, f"{fname}({', '.join([_LO, _HI] + rest)});")
+    gen.emit(depth + 1, f"if ({_LO} < {_HI}) {fname}({', '.join([_LO, _HI] + rest)});")
     gen.emit(depth + 1, "#endif")
     gen.emit(depth, "}")
     return True

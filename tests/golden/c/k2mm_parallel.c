@@ -15,6 +15,7 @@ DOJO_PARALLEL_BODY static void dojo_kernel_par1(int64_t dojo_lo, int64_t dojo_hi
 {
   const int64_t NI = 6, NJ = 7, NK = 9, NL = 10;
   (void)NI; (void)NJ; (void)NK; (void)NL;
+  if (dojo_lo < 0 || dojo_hi > NI) __builtin_unreachable();
   for (int64_t i = dojo_lo; i < dojo_hi; ++i) {
     for (int64_t j = 0; j < NJ; ++j) {
       tmp[i * NJ + j] = 0.0f;
@@ -29,6 +30,7 @@ DOJO_PARALLEL_BODY static void dojo_kernel_par2(int64_t dojo_lo, int64_t dojo_hi
 {
   const int64_t NI = 6, NJ = 7, NK = 9, NL = 10;
   (void)NI; (void)NJ; (void)NK; (void)NL;
+  if (dojo_lo < 0 || dojo_hi > NI) __builtin_unreachable();
   for (int64_t i2 = dojo_lo; i2 < dojo_hi; ++i2) {
     for (int64_t j2 = 0; j2 < NL; ++j2) {
       D[i2 * NL + j2] *= beta[0];
@@ -52,10 +54,10 @@ void dojo_kernel(const float *restrict alpha, const float *restrict beta, float 
       const int64_t dojo_q = dojo_n / dojo_nt, dojo_r = dojo_n % dojo_nt;
       const int64_t dojo_b = dojo_lo + dojo_t * dojo_q + (dojo_t < dojo_r ? dojo_t : dojo_r);
       const int64_t dojo_e = dojo_b + dojo_q + (dojo_t < dojo_r);
-      dojo_kernel_par1(dojo_b, dojo_e, alpha, tmp, A, B);
+      if (dojo_b < dojo_e) dojo_kernel_par1(dojo_b, dojo_e, alpha, tmp, A, B);
     }
     #else
-    dojo_kernel_par1(dojo_lo, dojo_hi, alpha, tmp, A, B);
+    if (dojo_lo < dojo_hi) dojo_kernel_par1(dojo_lo, dojo_hi, alpha, tmp, A, B);
     #endif
   }
   {
@@ -68,10 +70,10 @@ void dojo_kernel(const float *restrict alpha, const float *restrict beta, float 
       const int64_t dojo_q = dojo_n / dojo_nt, dojo_r = dojo_n % dojo_nt;
       const int64_t dojo_b = dojo_lo + dojo_t * dojo_q + (dojo_t < dojo_r ? dojo_t : dojo_r);
       const int64_t dojo_e = dojo_b + dojo_q + (dojo_t < dojo_r);
-      dojo_kernel_par2(dojo_b, dojo_e, beta, tmp, C, D);
+      if (dojo_b < dojo_e) dojo_kernel_par2(dojo_b, dojo_e, beta, tmp, C, D);
     }
     #else
-    dojo_kernel_par2(dojo_lo, dojo_hi, beta, tmp, C, D);
+    if (dojo_lo < dojo_hi) dojo_kernel_par2(dojo_lo, dojo_hi, beta, tmp, C, D);
     #endif
   }
 }
