@@ -78,3 +78,24 @@ def test_tile_macros_of_an_f64_gemm_fit_each_target(name):
         assert tb % lanes == 0, move.label
         assert ta * (tb // lanes) + tb // lanes + 1 <= target.vector_registers, move.label
     assert any(re.search(r" x k/all", m.label) for m in moves)
+
+
+@pytest.mark.parametrize("name", ["x86-avx2", "x86-avx512"])
+def test_every_tile_move_replays_where_sizes_leave_tails(name):
+    """Sizes that leave tails (36 rows: 8-row tiles) change which steps apply (no
+    unroll of a tail loop): each tail pattern gets a structure of its own, so that no move
+    offered is illegal (an MCTS rollout used to stop on one)."""
+    from dojo_core.walks import replay
+    program = load_suite("int8_matmul", "i8", {"M": 36, "N": 64, "K": 44})
+    moves = tile_moves(program, TARGETS[name])
+    assert moves
+    for move in moves:
+        replay(program, move.steps)
+
+
+def test_a_search_session_offers_no_moves_from_illegal_steps():
+    from dojo_core.agents.search import Session
+    program = load_kernel("matmul", {"N": 8, "M": 8, "K": 8})
+    session = Session("test", program, evaluator=None, budget=1)
+    assert session.moves(("split nowhere by 2",)) == []
+    assert session.moves(())

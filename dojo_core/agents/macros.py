@@ -304,20 +304,31 @@ def _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize) 
     sizes = _tile_sizes(base, ai, bi, reduction, target, itemsize)
     if not sizes:
         return []
-    blocked = next((s for s in sizes if s[2]), None)
+    extents = (_extent(base, ai) if ai else None, _extent(base, bi),
+               _extent(base, reduction[0]))
+
+    def signature(ta, tb, tr):
+        """Which of the splits leave a tail: the steps that apply (unroll, vectorize of a
+        constant extent) differ with it, so each signature gets a structure of its own."""
+        return tuple(n is not None and f is not None and n % f != 0
+                     for n, f in zip(extents, (ta, tb, tr)))
+
     moves = []
     for whole, outer_b, stage in product((False, True), (False, True) if ai else (False,),
                                          [None] + inputs[:1]):
-        first = sizes[0] if whole else blocked
-        if first is None:
-            continue
-        try:
-            steps = _tile(base, iters, ai, bi, reduction, first[0], first[1],
-                          None if whole else first[2][0], outer_b, stage, stmt.target.array)
-        except (NotApplicable, ValueError):
-            continue
+        built = {}
         for ta, tb, blocks, rank in sizes:
             for k, tr in enumerate([None] if whole else blocks):
+                sig = signature(ta, tb, tr)
+                if sig not in built:
+                    try:
+                        built[sig] = _tile(base, iters, ai, bi, reduction, ta, tb, tr,
+                                           outer_b, stage, stmt.target.array)
+                    except (NotApplicable, ValueError):
+                        built[sig] = None
+                steps = built[sig]
+                if steps is None:
+                    continue
                 sized = [_resize(t, {ai: ta, bi: tb, reduction[0]: tr}) for t in steps]
                 label = (f"tile {ai}/{ta} x " if ai else "tile ") + \
                     f"{bi}/{tb} x {reduction[0]}/{'all' if whole else tr}" + \

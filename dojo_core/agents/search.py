@@ -199,9 +199,13 @@ class Session:
     # ------------------------------------------------------------------ moves
 
     def moves(self, steps: tuple, prior=None, macros: bool = True) -> list:
-        """candidate_moves of the state at steps, as (move, child steps) pairs."""
+        """candidate_moves of the state at steps, as (move, child steps) pairs; none for
+        steps that are not legal (a rollout may draw a macro whose steps do not replay)."""
         gpu = bool(getattr(self.evaluator, "gpu", False))
-        program = self.program(steps)
+        try:
+            program = self.program(steps)
+        except DojoError:
+            return []
         target = getattr(self.evaluator, "target", None)
         with self.clock.phase("moves"):
             return [(m, tuple(steps) + m.steps) for m in
