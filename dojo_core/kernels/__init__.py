@@ -29,7 +29,8 @@ from .catalog import CATALOG, DEFAULT_RANGE, KernelInfo
 
 __all__ = [
     "KERNEL_DIR", "KernelInfo", "NUMPY_DTYPES", "list_kernels", "kernel_path", "load_kernel",
-    "info", "reference", "random_inputs", "array_shape", "declared_bytes", "steps_path", "steps_files",
+    "info", "reference", "run_reference", "random_inputs", "array_shape", "declared_bytes",
+    "steps_path", "steps_files",
 ]
 
 KERNEL_DIR = Path(__file__).resolve().parent
@@ -182,9 +183,14 @@ def reference(name: str, inputs: Mapping, sizes: Optional[Mapping] = None,
         program = load_kernel(name, sizes)
     elif sizes:
         program = program.with_sizes(dict(sizes))
-    all_sizes = program.size_values
+    return run_reference(entry.reference, name, inputs, program)
+
+
+def run_reference(function, name: str, inputs: Mapping, program: ir.Program) -> dict:
+    """``function(x, sizes)`` on float64 copies of ``inputs``, every out and inout array of
+    ``program`` checked for its declared shape and cast to its declared dtype."""
     x = {k: np.array(v, dtype=np.float64) for k, v in inputs.items()}
-    result = entry.reference(x, all_sizes)
+    result = function(x, program.size_values)
     outputs = {}
     for decl in program.arrays:
         if decl.kind in ("out", "inout"):

@@ -27,7 +27,7 @@ from typing import Mapping, Optional, Union
 import numpy as np
 
 from .. import ir
-from ..kernels import NUMPY_DTYPES, array_shape
+from ..kernels import NUMPY_DTYPES, array_shape, run_reference
 from .catalog import SUITE, SuiteKernel
 
 __all__ = ["SUITE", "SuiteKernel", "SUITE_DIR", "list_suite", "suite_path", "info", "load",
@@ -110,16 +110,4 @@ def random_inputs(name: str, program: ir.Program, seed: int = 0) -> dict:
 
 
 def reference(name: str, inputs: Mapping, program: ir.Program) -> dict:
-    entry = info(name)
-    x = {k: np.array(v, dtype=np.float64) for k, v in inputs.items()}
-    result = entry.reference(x, program.size_values)
-    outputs = {}
-    for decl in program.arrays:
-        if decl.kind in ("out", "inout"):
-            value = np.asarray(result[decl.name])
-            shape = array_shape(program, decl)
-            if value.shape != shape:
-                raise ValueError(f"reference of {name}.{decl.name} has shape {value.shape}, "
-                                 f"declared {shape}")
-            outputs[decl.name] = value.astype(NUMPY_DTYPES[decl.dtype])
-    return outputs
+    return run_reference(info(name).reference, name, inputs, program)
