@@ -83,11 +83,11 @@ def _errors(text: str, limit: int = 12) -> str:
     return "\n".join(shown) + more
 
 
-def _run(cmd, cwd, timeout):
-    """(returncode, output) of a command in its own process group; kills the group on
-    timeout and raises CompileError."""
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+def run_in_group(cmd, cwd, timeout, env=None, text: bool = True) -> tuple:
+    """(returncode, stdout and stderr together) of a command run in its own process group;
+    on timeout the whole group is killed and ``subprocess.TimeoutExpired`` raised."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=text, start_new_session=True)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -96,8 +96,16 @@ def _run(cmd, cwd, timeout):
         except ProcessLookupError:
             pass
         proc.communicate()
-        raise CompileError(f"compile timed out after {timeout:g} s") from None
+        raise
     return proc.returncode, out
+
+
+def _run(cmd, cwd, timeout):
+    """run_in_group for a compiler: a timeout is a CompileError."""
+    try:
+        return run_in_group(cmd, cwd, timeout)
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"compile timed out after {timeout:g} s") from None
 
 
 def compile_shared(source: str, cflags=(), ldflags=(), cc=None, timeout: float = 120) -> Compiled:

@@ -35,7 +35,6 @@ import hashlib
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -43,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .compile import (CompileError, Compiled, _errors, _run, cache_dir, cache_key,
-                      compiler_version)
+                      compiler_version, run_in_group)
 from .codegen.targets import Target, get_target, host_arch, is_foreign
 
 
@@ -394,24 +393,17 @@ def run_executable(compiled: CrossCompiled, data: bytes, threads=None,
         inp, out = os.path.join(work, "in.bin"), os.path.join(work, "out.bin")
         with open(inp, "wb") as f:
             f.write(data)
-        proc = subprocess.Popen([*compiled.emulator, compiled.path, inp, out], cwd=work,
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
         try:
-            _, err = proc.communicate(timeout=timeout)
+            code, err = run_in_group([*compiled.emulator, compiled.path, inp, out], work,
+                                     timeout, env=env, text=False)
         except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.communicate()
             raise EmulationError(f"timed out after {timeout:g} s under "
                                  f"{Path(compiled.emulator[0]).name}") from None
-        if proc.returncode != 0 or not os.path.exists(out):
+        if code != 0 or not os.path.exists(out):
             lines = err.decode(errors="replace").strip().splitlines()
             detail = f": {lines[-1]}" if lines else ""
             raise EmulationError(f"crashed under {Path(compiled.emulator[0]).name} "
-                                 f"(exit code {proc.returncode}){detail}")
+                                 f"(exit code {code}){detail}")
         with open(out, "rb") as f:
             return f.read()
 
