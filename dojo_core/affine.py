@@ -69,6 +69,14 @@ def linear(expr) -> dict:
     raise _NotLinear()
 
 
+def linear_or_none(expr):
+    """expr as a linear form (see `linear`), or None when it is not linear."""
+    try:
+        return linear(expr)
+    except _NotLinear:
+        return None
+
+
 def _merge_div_mod(form: dict) -> dict:
     """Rewrite c*d*(x // d) + c*(x % d) into c*x (the shape a merge of a split leaves)."""
     for key in list(form):
