@@ -19,7 +19,7 @@ The buffer is the footprint's bounding box (footprint.py), with dimensions of ex
 dropped (`accumulate C at k` in a matmul gives a scalar). The load is left out when every
 element of the box is first written with `=` inside L (an `=` statement touches the whole
 box and no other statement of L touches an element before it: exact dependences). Legal when
-C is written inside L, the box is constant with at most 2^20 elements (256 `in register`),
+C is written inside L, the box is constant with at most 2^20 elements (1024 `in register`),
 and the load reads only initialised elements: always for in/inout arrays; for others when
 every access of C in L reads before it writes and one access touches the whole box (the
 valid program then reads each element before L writes it); otherwise the checker decides

@@ -36,7 +36,9 @@ from .scope import CACHE
 from .util import fresh
 
 MAX_ELEMENTS = 1 << 20
-MAX_REGISTER = 256
+# A bound on `in register` buffers, not a target's register file (the agents size register
+# tiles from the target): 32 registers of 64 bytes hold 1024 two-byte elements.
+MAX_REGISTER = 1024
 
 
 NEEDS_ISL = "its footprint needs an exact (islpy) analysis"

@@ -17,7 +17,7 @@ index with the iterators of the loops inside L at their lower bounds and the ext
 constant; dimensions of extent 1 are dropped (a row gives a 1-D buffer, one element a
 scalar). Copy loops stop at the array's end (`0..min(32, N - 32*i0)`) when the box can pass
 it. Legal when A is not written inside L (else the copy would go stale), the box is constant
-and holds at most 2^20 elements (256 `in register`), `in shared` sits inside a gpu.block
+and holds at most 2^20 elements (1024 `in register`), `in shared` sits inside a gpu.block
 loop and outside gpu.thread loops, and every copied element is initialised when L starts
 (always for in/inout arrays; else proved). The result is re-checked with the checker.
 """
