@@ -16,7 +16,9 @@ Ansor / MetaSchedule sketches use):
   spatial loop ``b`` of ``T``'s last index by ``tb``, the outermost reduction loop by
   ``tr``; bubble the loops (adjacent interchanges) into ``<other loops> a0 b0 r0 r1 <other
   reductions> a1 b1`` (or, "b-outer", ``b0 <other loops> r0 a0 r1 ...``), keep ``T``'s
-  tile in registers (accumulate at r1), unroll ``a1``, vectorize ``b1``, optionally stage
+  tile in registers (accumulate at r1), cut the partial last tiles of ``a`` and ``b`` into
+  loops of their own (``partition a0``, ``partition b0``: the full tiles keep constant
+  extents at any size), unroll ``a1``, vectorize ``b1``, optionally stage
   an input that ``a`` does not index at ``r0`` (a packed panel), then vectorize inner /
   parallelize outer loops.  The reduction is also left whole (``r/all``: the tile runs all of it, so ``T`` is loaded and stored
   once; the panel is then staged at ``b0``, in the ``b0 a0`` order).
@@ -265,8 +267,11 @@ def tile_moves(program, target=None) -> list:
         if n is not None and n % lanes:
             pairs += [(bi, v) for v in ais if (_extent(base, v) or 0) % lanes == 0]
         for ai, bi in pairs:
-            moves.extend(_tile_variants(base, pre, iters, stmt, reduction, ai, bi, target,
-                                        itemsize))
+            found = _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize)
+            if not found and ai is not None:     # a triangular nest: b's bounds depend on a
+                found = _tile_variants(base, pre, iters, stmt, reduction, None, bi, target,
+                                       itemsize)
+            moves.extend(found)
     return moves
 
 
@@ -398,6 +403,9 @@ def _tile(base, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage, target) ->
         layout = _last_dim_layout(b.program, buffer, b1)
         if layout:
             b.step(layout)
+    for outer in (a0 if ai is not None else None, b0):
+        if outer is not None:          # the last, partial tile gets a loop of its own
+            b.maybe(f"partition {outer}")
     if ai is not None:
         b.maybe(f"unroll {a1}")
     b.step(f"vectorize {b1}")
