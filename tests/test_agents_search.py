@@ -195,3 +195,54 @@ def test_search_bad_kernel_is_located(tmp_path):
                                        "for i in 0..N:\n  B[i] = C[i]\n")
     r = _search("bad.dojo", "--agent", "random", "--budget", "2", cwd=tmp_path)
     assert r.returncode == 1 and r.stderr.startswith("bad.dojo:5:") and "Traceback" not in r.stderr
+
+
+class _Retimed(AnalyticEvaluator):
+    """FAKE: the analytic model, plus scripted re-timings for the confirmation."""
+
+    def __init__(self, retimings):
+        super().__init__()
+        self.retimings, self.asked = retimings, []
+
+    def remeasure(self, items, rounds=2):
+        self.asked.append(([tuple(s) for _, s in items], rounds))
+        return self.retimings
+
+
+@pytest.mark.parametrize("retimings,kept", [
+    ([[1.0, 1.1], [0.5, 0.6]], "best"),       # faster in every re-timing
+    ([[1.0, 1.1], [0.9, 1.05]], "root"),      # within the root's spread
+    ([[1.0, 1.1], None], "root"),             # the best state failed when re-timed
+])
+def test_the_best_state_is_kept_only_if_its_retimings_beat_the_roots(retimings, kept):
+    root = load_kernel("softmax", SOFTMAX)
+    evaluator = _Retimed(retimings)
+    result = make_agent("greedy").search(root, evaluator, 12, seed=0)
+    assert len(result.trials) == 12 - 4          # four timings kept for the confirmation
+    (states, rounds), = evaluator.asked
+    assert states[0] == () and states[1] and rounds == 2
+    assert result.confirmation["kept"] == kept
+    if kept == "root":
+        assert result.best is result.baseline and result.speedup == 1.0
+    else:
+        assert tuple(result.best.steps) == states[1] and result.speedup > 1.0
+
+
+def test_no_confirmation_below_its_budget_or_without_retiming():
+    root = load_kernel("softmax", SOFTMAX)
+    assert make_agent("greedy").search(root, _Retimed([[1], [1]]), 9).confirmation is None
+    result = make_agent("greedy").search(root, AnalyticEvaluator(), 12)
+    assert result.confirmation is None and len(result.trials) == 12
+
+
+def test_confirmation_with_the_real_evaluator():
+    root = load_kernel("matmul", {"N": 64, "M": 64, "K": 64})
+    evaluator = LocalEvaluator(min_time=0.005, threads=1)
+    try:
+        result = make_agent("greedy").search(root, evaluator, 10, seed=0)
+    finally:
+        evaluator.close()
+    c = result.confirmation
+    assert c is not None and len(c["root_s"]) == 2 and len(c["best_s"]) == 2
+    assert c["kept"] == ("best" if max(c["best_s"]) < min(c["root_s"]) else "root")
+    assert "confirm" in result.phases

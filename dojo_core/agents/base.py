@@ -87,6 +87,7 @@ class SearchResult:
     stopped: bool = False
     wall_s: float = 0.0
     phases: dict = field(default_factory=dict)      # PhaseClock.totals() of the search
+    confirmation: Optional[dict] = None             # Session.confirm's timings and choice
 
     @property
     def baseline(self) -> Trial:
@@ -94,6 +95,10 @@ class SearchResult:
 
     @property
     def best(self) -> Trial:
+        """The fastest measured trial, or the root when a confirmation (re-timing the root
+        and that trial together) did not show it faster beyond the spread of the timings."""
+        if self.confirmation is not None and self.confirmation["kept"] == "root":
+            return self.trials[0]
         ok = [t for t in self.trials if t.median_s is not None]
         return min(ok, key=lambda t: (t.median_s, len(t.steps))) if ok else self.trials[0]
 
@@ -117,7 +122,7 @@ class SearchResult:
             "speedup": self.speedup,
             "measurements": len(self.trials),
             "stopped": self.stopped, "wall_s": self.wall_s,
-            "phases": self.phases,
+            "phases": self.phases, "confirmation": self.confirmation,
         }
 
     def to_history(self, title: str = "") -> dict:

@@ -219,6 +219,45 @@ class LocalEvaluator:
                            compiler=lib.compiled.compiler, flags=list(lib.compiled.flags),
                            threads=answer.get("threads"))
 
+    def remeasure(self, items: Sequence[tuple], rounds: int = 2) -> list:
+        """Fresh timings of (root, steps) states, never answered from a cache, interleaved
+        over ``rounds`` so that a drift of the machine hits every state alike:
+        [[median_s per round] per item], None for an item that fails or whose outputs no
+        longer match the untransformed kernel's."""
+        from .. import harness
+        from .measure_worker import MeasureWorker
+        with self._lock:
+            built = []
+            for root, steps in items:
+                try:
+                    state = self.states.program(root, tuple(steps))
+                    with timed(self.phases, "compile"):
+                        lib = harness.build(state, self.target, timeout=self.compile_timeout)
+                    built.append((root, state, lib))
+                except Exception:                                       # noqa: BLE001
+                    built.append(None)
+            if self._worker is None:
+                self._worker = MeasureWorker()
+            times = [[] if entry is not None else None for entry in built]
+            params = dict(min_time=self.min_time, min_reps=3, warmup=1, threads=self.threads,
+                          flush_cache=False)
+            for _ in range(rounds):
+                for k, entry in enumerate(built):
+                    if times[k] is None:
+                        continue
+                    root, state, lib = entry
+                    key, inputs, reference = self._reference(root)
+                    with timed(self.phases, "confirm"):
+                        answer = self._worker.measure(
+                            root_key=key, inputs=inputs, reference=reference, program=state,
+                            path=lib.path, params=params, threads=self.threads,
+                            timeout=self.timeout)
+                    if "error" in answer or not answer["verified"]:
+                        times[k] = None
+                    else:
+                        times[k].append(answer["median_s"])
+            return times
+
     def _store(self, root, steps, state_hash, m: Measurement, code_hash=None, **extra):
         if code_hash is not None:
             self._by_code[code_hash] = m

@@ -6,7 +6,10 @@ counts; no more than ``budget`` measurements are asked for (cache hits included)
 already measured in this search (same steps, same canonical IR or, where the evaluator
 offers ``code_key``, the same generated code) is never measured twice; ``on_event`` runs
 after every measurement, in order; ``should_stop`` is polled between measurements; the
-result's ``phases`` says where the time went (``phases.PhaseClock``).  Every
+result's ``phases`` says where the time went (``phases.PhaseClock``). Where the evaluator
+can re-time states (``remeasure``) and the budget is at least MIN_CONFIRM_BUDGET, the last
+2 * CONFIRM_ROUNDS measurements of the budget are kept for ``confirm``: the root and the
+best state timed again together, the best kept only if it is faster beyond the spread.  Every
 trial's steps are legal from the root (moves are replayed before they are measured; an
 illegal one is dropped without cost), so ``to_history()`` always replays.
 
@@ -34,6 +37,8 @@ KIND_PRIOR = {"macro": 10.0, "vectorize": 6.0, "parallelize": 6.0, "accumulate":
               "split": 1.5, "hoist": 1.5, "reorder": 1.0, "merge": 1.0, "layout": 1.0,
               "expand": 1.0, "materialize": 0.5, "inline": 0.5, "bind": 0.0}
 SPLIT_FACTORS = {4, 8, 16, 32, 64, 128, 256}
+CONFIRM_ROUNDS = 2          # re-timings of the root and the best state at the end
+MIN_CONFIRM_BUDGET = 10     # below this the whole budget goes to the search
 
 
 def default_prior(program, moves) -> list:
@@ -80,6 +85,8 @@ class Session:
         self._code_keys: dict = {}
         self._started = time.monotonic()
         self.stopped = False
+        confirms = callable(getattr(evaluator, "remeasure", None)) and budget >= MIN_CONFIRM_BUDGET
+        self.reserve = 2 * CONFIRM_ROUNDS if confirms else 0
 
     # ------------------------------------------------------------------ state
 
@@ -89,7 +96,7 @@ class Session:
 
     @property
     def done(self) -> bool:
-        if self.used >= self.budget or self.stopped:
+        if self.used >= self.budget - self.reserve or self.stopped:
             return True
         if self.should_stop is not None and self.should_stop():
             self.stopped = self.result.stopped = True
@@ -147,7 +154,7 @@ class Session:
         batch, keys = [], set()
         for steps in candidates:
             steps = tuple(steps)
-            if len(batch) >= self.budget - self.used:
+            if len(batch) >= self.budget - self.reserve - self.used:
                 break
             if steps in batch or not self.fresh(steps):
                 continue
@@ -188,7 +195,23 @@ class Session:
                                       self.result.best, self.budget))
         return trial
 
+    def confirm(self) -> None:
+        """Re-time the root and the best trial together (CONFIRM_ROUNDS interleaved rounds,
+        fresh measurements that the reserve paid for) and keep the best trial only if every
+        one of its timings is below every one of the root's: a state that looked faster by
+        less than the timings' spread is not worth its steps."""
+        best = self.result.best
+        if not self.reserve or not best.steps or self.stopped:
+            return
+        with self.clock.phase("confirm"):
+            root_s, best_s = self.evaluator.remeasure([(self.root, ()), (self.root, best.steps)],
+                                                      rounds=CONFIRM_ROUNDS)
+        kept = "best" if root_s and best_s and max(best_s) < min(root_s) else "root"
+        self.result.confirmation = {"steps": list(best.steps), "root_s": root_s,
+                                    "best_s": best_s, "kept": kept}
+
     def finish(self) -> SearchResult:
+        self.confirm()
         self.result.wall_s = time.monotonic() - self._started
         self.result.stopped = self.stopped
         self.result.phases = self.clock.totals()
