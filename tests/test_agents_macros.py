@@ -137,3 +137,14 @@ def test_last_dim_layout():
     assert _last_dim_layout(program, "acc", "k") == "layout acc 1 0"
     assert _last_dim_layout(program, "acc", "i") is None         # no access of acc uses i
     assert _last_dim_layout(program, "A", "j") is None           # already the last dimension
+
+
+def test_one_thread_macros_do_not_parallelize():
+    program = load_kernel("matmul", {"N": 64, "M": 64, "K": 64})
+    single = macro_moves(program, target=WIDE, threads=1)
+    assert single and not any(s.startswith("parallelize") for m in single for s in m.steps)
+    labels = {m.label for m in single}
+    extra = {m.label for m in macro_moves(program, target=WIDE, threads=2)} - labels
+    assert "parallelize outer" in extra and all("parallelize" in label for label in extra)
+    assert any(s.startswith("parallelize") for m in macro_moves(program, target=WIDE)
+               if m.label.startswith("tile") for s in m.steps)

@@ -239,9 +239,11 @@ def _extent(program, iterator: str):
         return None
 
 
-def tile_moves(program, target=None) -> list:
+def tile_moves(program, target=None, threads=None) -> list:
     """Register-tiling macros for each perfect reduction nest (see the module docstring),
-    sized for ``target`` (a Target, a target name, or None for this machine's).
+    sized for ``target`` (a Target, a target name, or None for this machine's); with
+    ``threads`` 1 the tiles are not parallelized (an OpenMP region around the vector tile
+    is pure overhead there: 0.69x on PolyBench gemm f32 with AVX-512).
     The loop structure is built (and checked) once per variant; the tile sizes are then
     substituted into its split steps (agents replay every move before measuring it)."""
     target = get_target(target)
@@ -267,10 +269,12 @@ def tile_moves(program, target=None) -> list:
         if n is not None and n % lanes:
             pairs += [(bi, v) for v in ais if (_extent(base, v) or 0) % lanes == 0]
         for ai, bi in pairs:
-            found = _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize)
+            parallel = threads != 1
+            found = _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize,
+                                   parallel)
             if not found and ai is not None:     # a triangular nest: b's bounds depend on a
                 found = _tile_variants(base, pre, iters, stmt, reduction, None, bi, target,
-                                       itemsize)
+                                       itemsize, parallel)
             moves.extend(found)
     return moves
 
@@ -302,7 +306,8 @@ def _tile_sizes(base, ai, bi, reduction, target, itemsize) -> list:
     return sizes
 
 
-def _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize) -> list:
+def _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize,
+                   parallel=True) -> list:
     """The tile moves of one (a, b) choice: loop orders x staged input x sizes."""
     inputs = sorted({e.array for e in ir.walk_expr(stmt.value) if isinstance(e, ir.Access)
                      and (ai is None or not any(_uses(i, ai) for i in e.indices))})
@@ -328,7 +333,7 @@ def _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize) 
                 if sig not in built:
                     try:
                         built[sig] = _tile(base, iters, ai, bi, reduction, ta, tb, tr,
-                                           outer_b, stage, stmt.target.array)
+                                           outer_b, stage, stmt.target.array, parallel)
                     except (NotApplicable, ValueError):
                         built[sig] = None
                 steps = built[sig]
@@ -373,7 +378,8 @@ def _resize(text: str, factors: dict) -> str:
     return text
 
 
-def _tile(base, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage, target) -> list:
+def _tile(base, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage, target,
+          parallel=True) -> list:
     b = _Builder(base)
     if ai is not None:
         a0, a1 = split_names(b.program, ai)
@@ -409,28 +415,29 @@ def _tile(base, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage, target) ->
     if ai is not None:
         b.maybe(f"unroll {a1}")
     b.step(f"vectorize {b1}")
-    _finish(b)
+    _finish(b, parallelize=parallel)
     return b.steps
 
 
-def macro_moves(program, tile=True, target=None) -> list:
+def macro_moves(program, tile=True, target=None, threads=None) -> list:
     """Every macro that applies to this state and changes it, tiles sized for ``target``
-    (None: this machine's)."""
+    (None: this machine's); no parallelizing macros for an evaluator of one thread."""
     moves = []
     b = _Builder(program)
     _finish(b, parallelize=False)
     if b.steps:
         moves.append(Move("vectorize inner", tuple(b.steps)))
-    steps = parallelize_outer_steps(program)
-    if steps:
-        moves.append(Move("parallelize outer", tuple(steps)))
-    b = _Builder(program)
-    _finish(b)
-    if b.steps and len(b.steps) > 1:
-        moves.append(Move("vectorize inner + parallelize outer", tuple(b.steps)))
+    if threads != 1:
+        steps = parallelize_outer_steps(program)
+        if steps:
+            moves.append(Move("parallelize outer", tuple(steps)))
+        b = _Builder(program)
+        _finish(b)
+        if b.steps and len(b.steps) > 1:
+            moves.append(Move("vectorize inner + parallelize outer", tuple(b.steps)))
     if tile:
         try:
-            moves.extend(tile_moves(program, target))
+            moves.extend(tile_moves(program, target, threads))
         except NotApplicable:
             pass
     return moves

@@ -57,10 +57,10 @@ def searched_actions(program, gpu: bool = False) -> list:
 
 
 def candidate_moves(program, prior: Optional[Callable] = None, gpu: bool = False,
-                    macros: bool = True, target=None) -> list:
+                    macros: bool = True, target=None, threads=None) -> list:
     """The moves of a state, best-ranked first (deterministic); macros sized for ``target``
-    (the evaluator's CPU target; None: this machine's)."""
-    moves = macro_moves(program, target=target) if macros else []
+    (the evaluator's CPU target; None: this machine's) and its thread count."""
+    moves = macro_moves(program, target=target, threads=threads) if macros else []
     moves += [Move(a.text, (a.text,), a.kind) for a in searched_actions(program, gpu)]
     scores = (prior or default_prior)(program, moves)
     order = sorted(range(len(moves)), key=lambda i: -scores[i])
@@ -233,4 +233,5 @@ class Session:
         with self.clock.phase("moves"):
             return [(m, tuple(steps) + m.steps) for m in
                     candidate_moves(program, prior=prior, gpu=gpu, macros=macros,
-                                    target=target)]
+                                    target=target,
+                                    threads=getattr(self.evaluator, "threads", None))]
