@@ -1,12 +1,14 @@
 """Search agents against the expert schedules, numpy and TVM MetaSchedule (a benchmark, not a
-test; issue 7).
+test).
 
     python bench/agents.py [--kernels matmul,softmax,layernorm,conv2d,attention]
                            [--agents random,greedy,beam,mcts[,q]] [--budgets 100,300]
-                           [--threads 1] [--min-time 0.05] [--seed 0] [--out agents.json]
+                           [--threads 1] [--target T] [--min-time 0.05] [--seed 0]
+                           [--out agents.json]
                            [--tvm-trials N | --no-tvm] [--tvm-python PATH]
 
-For each kernel at its default sizes: the untransformed kernel, its ``.steps`` schedule and
+For each kernel at its default sizes: the untransformed kernel, the target's own ``.steps``
+schedule (``NAME.TARGET.steps`` where it exists, else ``NAME.steps``) and
 every agent's best state are measured with the same ``LocalEvaluator`` (compiled C,
 verified against the untransformed kernel, timed in the measuring child; ``--threads``
 OpenMP threads, default 1 because these machines are shared and small).  Each agent runs
@@ -106,6 +108,9 @@ def main(argv=None) -> int:
                                                  if a in AGENTS))
     ap.add_argument("--budgets", default="100,300")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--target", default=None,
+                    help="C target (default: this machine's); the .steps compared are the "
+                         "target's own (NAME.TARGET.steps where it exists)")
     ap.add_argument("--min-time", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="agents.json")
@@ -123,9 +128,11 @@ def main(argv=None) -> int:
         print(f"unknown agents: {unknown} (known: {sorted(AGENTS)})", file=sys.stderr)
         return 2
     store = RecordStore(Path(tempfile.mkdtemp(prefix="bench-agents-")) / "measurements.jsonl")
-    evaluator = LocalEvaluator(min_time=args.min_time, threads=args.threads, store=store)
+    evaluator = LocalEvaluator(min_time=args.min_time, threads=args.threads, store=store,
+                               target=args.target)
     # the figures: every reported state timed again, longer, by a second evaluator
-    confirm = LocalEvaluator(min_time=args.confirm_time, threads=args.threads, store=None)
+    confirm = LocalEvaluator(min_time=args.confirm_time, threads=args.threads, store=None,
+                             target=args.target)
     print(f"# bench/agents.py  threads={args.threads} min_time={args.min_time} budgets={budgets}"
           f"  load={os.getloadavg()[0]:.2f}", flush=True)
     report = {"threads": args.threads, "min_time": args.min_time, "budgets": budgets,
@@ -133,12 +140,14 @@ def main(argv=None) -> int:
     for name in [k for k in args.kernels.split(",") if k]:
         root = load_kernel(name)
         base = confirm.evaluate(root, ())
-        expert_steps = tuple(t for _, t in read_steps(steps_path(name))) if steps_path(name) else ()
+        own = steps_path(name, evaluator.target)      # the target's own schedule
+        expert_steps = tuple(t for _, t in read_steps(own)) if own else ()
         expert = confirm.evaluate(root, expert_steps) if expert_steps else None
         np_s = numpy_time(name, args.threads, args.min_time)
         entry = {"baseline_s": base.median_s, "steps_s": expert.median_s if expert else None,
                  "numpy_s": np_s, "agents": {}}
-        print(f"\n## {name}: untransformed {fmt(base.median_s * 1e3, '8.3f')} ms, .steps "
+        print(f"\n## {name}: untransformed {fmt(base.median_s * 1e3, '8.3f')} ms, "
+              f"{own.name if own else '.steps'} "
               f"{fmt(entry['steps_s'] and entry['steps_s'] * 1e3, '8.3f')} ms, numpy "
               f"{fmt(np_s and np_s * 1e3, '8.3f')} ms", flush=True)
         print(f"{'agent':8} {'budget':>6} {'speedup':>8} {'x.steps':>8} {'x.numpy':>8} "
