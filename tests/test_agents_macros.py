@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dojo_core import interp
-from dojo_core.agents.macros import (_last_dim_layout, distribute_steps, macro_moves,
+from dojo_core.agents.macros import (last_dim_layout, distribute_steps, macro_moves,
                                      tile_moves, vectorize_inner_steps)
 from dojo_core.kernels import load_kernel, random_inputs
 from dojo_core.parser import parse
@@ -129,14 +129,14 @@ def test_distribute_expands_locals_to_free_a_contraction():
     assert not any(t.startswith("expand") for t in distribute_steps(load_kernel("softmax")))
 
 
-def test_last_dim_layout():
+def testlast_dim_layout():
     program = parse(TILE_COPY.replace("f32[32] in register", "f32[32, 2] in register")
                     .replace("acc[j] = A[i, j]", "acc[j, 0] = A[i, j]")
                     .replace("acc[k] += 1", "acc[k, 0] += 1")
                     .replace("B[i, l] = acc[l]", "B[i, l] = acc[l, 0]"))
-    assert _last_dim_layout(program, "acc", "k") == "layout acc 1 0"
-    assert _last_dim_layout(program, "acc", "i") is None         # no access of acc uses i
-    assert _last_dim_layout(program, "A", "j") is None           # already the last dimension
+    assert last_dim_layout(program, "acc", "k") == "layout acc 1 0"
+    assert last_dim_layout(program, "acc", "i") is None         # no access of acc uses i
+    assert last_dim_layout(program, "A", "j") is None           # already the last dimension
 
 
 def test_one_thread_macros_do_not_parallelize():
@@ -148,3 +148,18 @@ def test_one_thread_macros_do_not_parallelize():
     assert "parallelize outer" in extra and all("parallelize" in label for label in extra)
     assert any(s.startswith("parallelize") for m in macro_moves(program, target=WIDE)
                if m.label.startswith("tile") for s in m.steps)
+
+
+def test_tile_all_tiles_every_gemm_of_a_chain():
+    from dojo_core import suite
+    program = suite.load("k3mm", "f32", {"NI": 20, "NJ": 37, "NK": 24, "NL": 40, "NM": 18})
+    chained = [m for m in tile_moves(program, WIDE, threads=1) if m.label.startswith("tile all")]
+    assert chained and chained[0].label.count(";") == 2, [m.label for m in chained]
+    state = replay(program, list(chained[0].steps))
+    text = print_program(state)
+    for buffer in ("acc", "acc2", "acc3"):
+        assert f"local {buffer}: f32[" in text and "in register" in text
+    inputs = suite.random_inputs("k3mm", program, 0)
+    want, got = interp.run(program, inputs), interp.run(state, inputs)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=2e-4, atol=2e-4)

@@ -1,0 +1,279 @@
+"""The register-tiling macro ``tile a x b x r`` (see ``macros.py`` for the whole picture):
+for each perfect reduction nest ``... a b ... r ...`` with a reduction ``T[...] op= ...``,
+split ``a``, ``b`` (``T``'s last index) and ``r``, bubble the loops into
+``<other loops> a0 b0 r0 r1 <other reductions> a1 b1`` (or "b-outer"), keep ``T``'s tile in
+registers, partition the partial last tiles, unroll ``a1``, vectorize ``b1``, optionally
+stage a packed panel; sizes from the target and the dtype (``tiling.py``). One structure is
+built (and checked) per pattern of tails, then resized. ``tile all`` composes the first
+ranked tiles of every nest in one move (a chain of GEMMs, PolyBench 2mm/3mm).
+"""
+from __future__ import annotations
+
+from itertools import product
+
+from .. import ir
+from ..codegen.c_expr import ITEMSIZE
+from ..codegen.targets import get_target
+from ..transforms import apply_step
+from ..transforms.base import NotApplicable
+from ..transforms.split import split_names
+from ..transforms.util import declared_names, fresh
+from .moves import Builder, Move, distribute_steps, finish, loop_extent, parents, uses
+from .tiling import reduction_blocks, register_tiles, row_tiles
+
+MAX_NESTS = 4        # reduction nests tiled per state (a chain of GEMMs: 3mm has three)
+
+
+def _perfect_reduction_nests(program) -> list:
+    """[(chain of loops outer to inner, statement)] for perfect nests ending in one reduction
+    over at least one of the chain's loops (``D[i, j] *= beta`` reduces over none)."""
+    parent_of, found = parents(program), []
+    for stmt in ir.assignments(program):
+        if stmt.op == "=":
+            continue
+        chain, node = [], parent_of[id(stmt)]
+        while node is not None and len(node.body) == 1:
+            chain.append(node)
+            node = parent_of[id(node)]
+        reduces = any(not any(uses(i, loop.iterator) for i in stmt.target.indices)
+                      for loop in chain)
+        if len(chain) >= 2 and reduces:
+            found.append((list(reversed(chain)), stmt))
+    return found
+
+
+def _bubble(b: Builder, order: list) -> None:
+    """Adjacent interchanges turning the (perfect) chain into ``order``."""
+    current = list(order)
+    current.sort(key=lambda it: _chain_position(b.program, it))
+    for target_pos, it in enumerate(order):
+        pos = current.index(it)
+        while pos > target_pos:
+            b.step(f"interchange {current[pos - 1]} {it}")
+            current[pos - 1], current[pos] = current[pos], current[pos - 1]
+            pos -= 1
+
+
+def _chain_position(program, iterator: str) -> int:
+    return [l.iterator for l in ir.loops(program)].index(iterator)
+
+
+def tile_moves(program, target=None, threads=None) -> list:
+    """Register-tiling macros for each perfect reduction nest (see the module docstring),
+    sized for ``target`` (a Target, a target name, or None for this machine's); with
+    ``threads`` 1 the tiles are not parallelized (an OpenMP region around the vector tile
+    is pure overhead there: 0.69x on PolyBench gemm f32 with AVX-512).
+    The loop structure is built (and checked) once per variant; the tile sizes are then
+    substituted into its split steps (agents replay every move before measuring it)."""
+    target = get_target(target)
+    pre = distribute_steps(program)
+    base = program
+    for text in pre:
+        base = apply_step(base, text)
+    moves, firsts = [], []
+    parallel = threads != 1
+    for chain, stmt in _perfect_reduction_nests(base)[:MAX_NESTS]:
+        iters = [l.iterator for l in chain]
+        spatial = [it for it in iters if any(uses(e, it) for e in stmt.target.indices)]
+        reduction = [it for it in iters if it not in spatial]
+        last = stmt.target.indices[-1] if stmt.target.indices else None
+        bs = [it for it in spatial if last is not None and uses(last, it)]
+        if not reduction or not bs:
+            continue
+        itemsize = ITEMSIZE.get(_dtype_of(base, stmt.target.array), 4)
+        lanes = target.lanes(itemsize)
+        bi = bs[-1]
+        ais = [it for it in spatial if it != bi]
+        pairs = [(ais[-1] if ais else None, bi)]
+        n = loop_extent(base, bi)
+        if n is not None and n % lanes:
+            pairs += [(bi, v) for v in ais if (loop_extent(base, v) or 0) % lanes == 0]
+        for ai, bi in pairs:
+            found = _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize,
+                                   parallel)
+            if not found and ai is not None:     # a triangular nest: b's bounds depend on a
+                ai = None
+                found = _tile_variants(base, pre, iters, stmt, reduction, None, bi, target,
+                                       itemsize, parallel)
+            if found and not any(f[0] == iters for f in firsts):
+                ta, tb, blocks, _ = _tile_sizes(base, ai, bi, reduction, target, itemsize)[0]
+                firsts.append((iters, ai, bi, reduction, ta, tb, blocks[0] if blocks else None,
+                               stmt.target.array))
+            moves.extend(found)
+    if len(firsts) > 1:
+        moves = _tile_chain(base, pre, firsts, parallel) + moves
+    return moves
+
+
+def _dtype_of(program, name: str) -> str:
+    for decl in program.arrays:
+        if decl.name == name:
+            return decl.dtype
+    for stmt in ir.walk_stmts(program.body):
+        if isinstance(stmt, ir.Local) and stmt.name == name:
+            return stmt.dtype
+    return "f32"
+
+
+def _tile_sizes(base, ai, bi, reduction, target, itemsize) -> list:
+    """[(ta, tb, [tr, ...], rank)] for one (a, b) choice, best first (``tiling.py``)."""
+    n_b, n_r = loop_extent(base, bi), loop_extent(base, reduction[0])
+    if ai is None:
+        shapes = row_tiles(target, itemsize, n_b)
+    else:
+        shapes = register_tiles(target, itemsize, loop_extent(base, ai), n_b)
+    sizes = []
+    for rank, shape in enumerate(shapes):
+        if n_b is not None and shape.cols >= n_b:
+            continue
+        blocks = [b for b in reduction_blocks(target, itemsize, shape.cols)
+                  if n_r is None or b < n_r]
+        sizes.append((shape.rows if ai else None, shape.cols, blocks, rank))
+    return sizes
+
+
+def _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize,
+                   parallel=True) -> list:
+    """The tile moves of one (a, b) choice: loop orders x staged input x sizes."""
+    inputs = sorted({e.array for e in ir.walk_expr(stmt.value) if isinstance(e, ir.Access)
+                     and (ai is None or not any(uses(i, ai) for i in e.indices))})
+    sizes = _tile_sizes(base, ai, bi, reduction, target, itemsize)
+    if not sizes:
+        return []
+    extents = (loop_extent(base, ai) if ai else None, loop_extent(base, bi),
+               loop_extent(base, reduction[0]))
+
+    def signature(ta, tb, tr):
+        """Which of the splits leave a tail: the steps that apply (unroll, vectorize of a
+        constant extent) differ with it, so each signature gets a structure of its own."""
+        return tuple(n is not None and f is not None and n % f != 0
+                     for n, f in zip(extents, (ta, tb, tr)))
+
+    moves = []
+    for whole, outer_b, stage in product((False, True), (False, True) if ai else (False,),
+                                         [None] + inputs[:1]):
+        built = {}
+        for ta, tb, blocks, rank in sizes:
+            for k, tr in enumerate([None] if whole else blocks):
+                sig = signature(ta, tb, tr)
+                if sig not in built:
+                    try:
+                        built[sig] = _tile(base, iters, ai, bi, reduction, ta, tb, tr,
+                                           outer_b, stage, stmt.target.array, parallel)
+                    except (NotApplicable, ValueError):
+                        built[sig] = None
+                steps = built[sig]
+                if steps is None:
+                    continue
+                sized = [_resize(t, {ai: ta, bi: tb, reduction[0]: tr}) for t in steps]
+                label = (f"tile {ai}/{ta} x " if ai else "tile ") + \
+                    f"{bi}/{tb} x {reduction[0]}/{'all' if whole else tr}" + \
+                    (" b-outer" if outer_b else "") + (f" stage {stage}" if stage else "")
+                moves.append(Move(label, tuple(pre) + tuple(sized), bonus=-0.1 * (rank + k)))
+    return moves
+
+
+def last_dim_layout(program, buffer: str, iterator: str):
+    """``layout BUFFER ...`` moving the dimension that ``iterator`` indexes (in the first
+    access of BUFFER that uses it) last; None when it already is, or no access uses it."""
+    for stmt in ir.assignments(program):
+        for e in [stmt.target, *ir.walk_expr(stmt.value)]:
+            if isinstance(e, ir.Access) and e.array == buffer:
+                used = [d for d, index in enumerate(e.indices) if uses(index, iterator)]
+                if not used:
+                    continue
+                if len(used) > 1 or used[0] == len(e.indices) - 1:
+                    return None
+                order = [d for d in range(len(e.indices)) if d != used[0]] + used
+                return f"layout {buffer} " + " ".join(map(str, order))
+    return None
+
+
+def tile_sizes(label: str) -> list:
+    """The size words of a tile macro's label, in order (``ta``, ``tb``, ``tr``; ``tr`` may
+    be ``all``; no ``ta`` for a one-dimensional tile); [] for any other label."""
+    if not label.startswith("tile "):
+        return []
+    return [w.split("/")[1] for w in label.split() if "/" in w]
+
+
+def _resize(text: str, factors: dict) -> str:
+    words = text.split()
+    if words[0] == "split" and words[1] in factors and factors[words[1]] is not None:
+        return f"split {words[1]} by {factors[words[1]]}"
+    return text
+
+
+def _tile(base, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage, target,
+          parallel=True) -> list:
+    b = Builder(base)
+    _build_tile(b, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage, target)
+    finish(b, parallelize=parallel)
+    return b.steps
+
+
+def _build_tile(b: Builder, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage,
+                target) -> None:
+    """The steps of one register tile, applied to the builder (no final vectorize /
+    parallelize pass); the tile's buffers get names that are free in the program."""
+    if ai is not None:
+        a0, a1 = split_names(b.program, ai)
+        b.step(f"split {ai} by {ta}")
+    b0, b1 = split_names(b.program, bi)
+    b.step(f"split {bi} by {tb}")
+    r = reduction[0]
+    if tr is None:                   # the whole reduction: a panel is staged at b0
+        r0, r1 = None, r
+        stage_at = b0 if outer_b or ai is None else None
+    else:
+        r0, r1 = split_names(b.program, r)
+        b.step(f"split {r} by {tr}")
+        stage_at = r0
+    others = [it for it in iters if it not in (ai, bi) and it not in reduction]
+    inner_red = [r1] + reduction[1:]
+    if ai is None:
+        head, tile = [b0, r0], [b1]
+    else:
+        head, tile = ([b0, r0, a0] if outer_b else [a0, b0, r0]), [a1, b1]
+    if outer_b:                      # b0 outermost of all: its panel is staged once
+        others, head = [b0] + others, head[1:]
+    _bubble(b, others + [it for it in head if it] + inner_red + tile)
+    taken = declared_names(b.program)
+    acc = "acc" if "acc" not in taken else fresh(taken, "acc")
+    b.step(f"accumulate {target} at {r1} as {acc} in register")
+    panel = None
+    if stage and stage_at:
+        panel = f"{stage}p" if f"{stage}p" not in taken else fresh(taken, f"{stage}p")
+        if not b.maybe(f"stage {stage} at {stage_at} as {panel}"):
+            panel = None
+    for buffer in [acc] + ([panel] if panel else []):
+        layout = last_dim_layout(b.program, buffer, b1)
+        if layout:
+            b.step(layout)
+    for outer in (a0 if ai is not None else None, b0):
+        if outer is not None:          # the last, partial tile gets a loop of its own
+            b.maybe(f"partition {outer}")
+    if ai is not None:
+        b.maybe(f"unroll {a1}")
+    b.step(f"vectorize {b1}")
+
+
+def _tile_chain(base, pre, firsts, parallel) -> list:
+    """``tile all`` moves: the first-ranked tile of every nest, one nest after the other,
+    then one vectorize / parallelize pass; one move with blocked reductions, one with whole
+    ones. ``firsts`` holds (iters, ai, bi, reduction, ta, tb, tr, target array) per nest."""
+    moves = []
+    for whole in (False, True):
+        b = Builder(base)
+        try:
+            for iters, ai, bi, reduction, ta, tb, tr, array in firsts:
+                _build_tile(b, iters, ai, bi, reduction, ta, tb, None if whole else tr,
+                            False, None, array)
+            finish(b, parallelize=parallel)
+        except (NotApplicable, ValueError):
+            continue
+        label = "tile all " + " ; ".join(
+            (f"{ai}/{ta} x " if ai else "") + f"{bi}/{tb} x {red[0]}/{'all' if whole else tr}"
+            for _, ai, bi, red, ta, tb, tr, _ in firsts)
+        moves.append(Move(label, tuple(pre) + tuple(b.steps)))
+    return moves
