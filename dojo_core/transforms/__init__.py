@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .base import NotApplicable, Transformation
 from . import annotate, interchange, split
 from . import fission, fuse, hoist, merge, reorder
-from . import accumulate, expand, inline, layout, materialize, partition, stage
+from . import accumulate, expand, inline, layout, materialize, partition, rfactor, stage
 
 REGISTRY: dict = {}
 
@@ -27,7 +27,7 @@ def register(t: Transformation) -> Transformation:
 for _t in (split.SPLIT, partition.PARTITION, interchange.INTERCHANGE, merge.MERGE, fuse.FUSE,
            fission.FISSION, reorder.REORDER, hoist.HOIST, annotate.PARALLELIZE, annotate.VECTORIZE,
            annotate.UNROLL, annotate.BIND, stage.STAGE, accumulate.ACCUMULATE, layout.LAYOUT,
-           inline.INLINE, materialize.MATERIALIZE, expand.EXPAND):
+           inline.INLINE, materialize.MATERIALIZE, expand.EXPAND, rfactor.RFACTOR):
     register(_t)
 
 

@@ -1,0 +1,116 @@
+"""rfactor: golden before/after text, one test per refusal reason, and partial sums that
+give the untransformed kernel's outputs (interpreted and compiled), tails included."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dojo_core import harness, interp
+from dojo_core.checker import check
+from dojo_core.kernels import random_inputs
+from dojo_core.parser import parse
+from dojo_core.printer import print_program
+from dojo_core.transforms import NotApplicable, actions, apply_step, explain
+
+GEMV = """\
+kernel gemv(N = 12, K = 40)
+in  A: f32[N, K]
+in  x: f32[K]
+out y: f32[N]
+
+for i in 0..N:
+  y[i] = 0
+  for k in 0..K:
+    y[i] += A[i, k] * x[k]
+"""
+
+ROWMAX = """\
+kernel rowmax(N = 6, K = 40)
+in  A: f64[N, K]
+out m: f64[N]
+
+for i in 0..N:
+  m[i] = -inf
+  for k in 0..K:
+    m[i] max= A[i, k]
+"""
+
+IMAX = ROWMAX.replace("f64", "i32").replace("-inf", "-1000000")
+
+
+def steps(text, *texts):
+    p = parse(text)
+    for t in texts:
+        p = apply_step(p, t)
+        assert check(p) == [], f"{t}:\n{print_program(p)}"
+    return p
+
+
+def same_outputs(before, after, rtol=2e-5):
+    x = random_inputs(before, 7)
+    want, got = interp.run(before, x), interp.run(after, x)
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=rtol, atol=1e-5)
+
+
+def test_rfactor_golden():
+    p = steps(GEMV, "split k by 16", "rfactor k1 as yr")
+    body = print_program(p).split("\n\n", 1)[1]
+    assert body == """\
+for i in 0..N:
+  y[i] = 0
+  local yr: f32[16]
+  for k1i in 0..16:
+    yr[k1i] = 0.0
+  for k0 in 0..(K + 15) // 16:
+    for k1 in 0..min(16, K - 16*k0):
+      yr[k1] += A[i, 16*k0 + k1] * x[16*k0 + k1]
+  for k1r in 0..16:
+    y[i] += yr[k1r]
+"""
+    same_outputs(parse(GEMV), p)
+
+
+def test_rfactor_of_max_starts_from_minus_infinity():
+    p = steps(ROWMAX, "split k by 8", "rfactor k1 as mr")
+    assert "mr[k1i] = -inf" in print_program(p) and "m[i] max= mr[k1r]" in print_program(p)
+    same_outputs(parse(ROWMAX), p)
+
+
+def test_rfactor_makes_the_lane_loop_vectorizable_as_plain_lanes():
+    p = steps(GEMV, "split k by 16", "partition k0", "rfactor k1 as yr", "vectorize k1")
+    assert "for k1 in 0..16 vector:" in print_program(p)
+    original = parse(GEMV)
+    result = harness.verify(p, original, random_inputs(original, 1), reference="interp")
+    assert result["verified"], result
+
+
+def test_rfactor_is_offered_with_a_free_name():
+    p = steps(GEMV, "split k by 16")
+    offered = [a.text for a in actions(p) if a.kind == "rfactor"]
+    assert offered == ["rfactor k1 as yr"]
+
+
+@pytest.mark.parametrize("source,prefix,step,reason", [
+    (GEMV, (), "rfactor q as r", "there is no loop 'q'"),
+    (GEMV, (), "rfactor i as r", "loop 'i' must hold exactly one reduction statement"),
+    (GEMV, ("split k by 8", "vectorize k1"), "rfactor k1 as r",
+     "loop 'k1' is annotated; rfactor before annotating"),
+    ("kernel t(N = 8)\nin A: f32[N]\nout y: f32[N]\n\nfor i in 0..N:\n  y[i] = 0\n"
+     "  for k in 0..N:\n    y[k] += A[i]\n", (), "rfactor k as r",
+     "the target of the reduction varies with 'k'"),
+    ("kernel t(N = 8)\ninout y: f32[N]\n\nfor i in 0..N:\n  for k in 0..N:\n"
+     "    y[i] += y[i] * 2\n", (), "rfactor k as r",
+     "the reduction's value reads 'y', the array it reduces into"),
+    (GEMV, (), "rfactor k as A", "the name 'A' is already taken"),
+    (IMAX, (), "rfactor k as r", "max= of the integer 'm' has no identity to start from"),
+    (GEMV.replace("K = 40", "K = 5000"), (), "rfactor k as r",
+     "loop 'k' has 5000 iterations; rfactor takes at most 4096"),
+    (GEMV, (), "rfactor k r", "usage: rfactor LOOP as NAME"),
+])
+def test_refusal_reasons(source, prefix, step, reason):
+    p = steps(source, *prefix)
+    why = explain(p, step)
+    assert why is not None and why.startswith(reason), why
+    with pytest.raises(NotApplicable):
+        apply_step(p, step)
