@@ -163,3 +163,25 @@ def test_tile_all_tiles_every_gemm_of_a_chain():
     want, got = interp.run(program, inputs), interp.run(state, inputs)
     for name in want:
         np.testing.assert_allclose(got[name], want[name], rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("target,rows", [("x86-avx512", 8), ("x86-avx2", 4)])
+def test_dot_tiles_of_a_triangular_row_reduction(target, rows):
+    from dojo_core import suite
+    from dojo_core.codegen import get_target
+    program = suite.load("syrk", "f32", {"M": 40, "N": 30})
+    dots = [m for m in tile_moves(program, target, threads=1) if m.label.startswith("dot")]
+    lanes = get_target(target).lanes(4)
+    assert dots and dots[0].label == f"dot j2/{rows} x k/{lanes}", [m.label for m in dots]
+    state = replay(program, list(dots[0].steps))
+    text = print_program(state)
+    assert f"in 0..{rows} unroll:" in text
+    assert f"in 0..{lanes} vector:" in text and "rfactor" in " ".join(dots[0].steps)
+    inputs = suite.random_inputs("syrk", program, 0)
+    want, got = interp.run(program, inputs), interp.run(state, inputs)
+    np.testing.assert_allclose(got["C"], want["C"], rtol=2e-4, atol=2e-4)
+
+
+def test_no_dot_tile_where_the_reduction_is_strided():
+    program = load_kernel("matmul", {"N": 32, "M": 64, "K": 48})       # B[k, j]: k strided
+    assert not [m for m in tile_moves(program, WIDE) if m.label.startswith("dot")]

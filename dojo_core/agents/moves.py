@@ -183,3 +183,19 @@ def loop_extent(program, iterator: str):
         return eval_dim(loop.hi, program.size_values) - eval_dim(loop.lo, program.size_values)
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def bubble(b: Builder, order: list) -> None:
+    """Adjacent interchanges turning the (perfect) chain into ``order``."""
+    current = list(order)
+    current.sort(key=lambda it: _chain_position(b.program, it))
+    for target_pos, it in enumerate(order):
+        pos = current.index(it)
+        while pos > target_pos:
+            b.step(f"interchange {current[pos - 1]} {it}")
+            current[pos - 1], current[pos] = current[pos], current[pos - 1]
+            pos -= 1
+
+
+def _chain_position(program, iterator: str) -> int:
+    return [l.iterator for l in ir.loops(program)].index(iterator)

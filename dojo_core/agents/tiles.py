@@ -18,7 +18,9 @@ from ..transforms import apply_step
 from ..transforms.base import NotApplicable
 from ..transforms.split import split_names
 from ..transforms.util import declared_names, fresh
-from .moves import Builder, Move, distribute_steps, finish, loop_extent, parents, uses
+from .dots import dot_tile_moves
+from .moves import (Builder, Move, bubble, distribute_steps, finish, loop_extent, parents,
+                    uses)
 from .tiling import reduction_blocks, register_tiles, row_tiles
 
 MAX_NESTS = 4        # reduction nests tiled per state (a chain of GEMMs: 3mm has three)
@@ -40,22 +42,6 @@ def _perfect_reduction_nests(program) -> list:
         if len(chain) >= 2 and reduces:
             found.append((list(reversed(chain)), stmt))
     return found
-
-
-def _bubble(b: Builder, order: list) -> None:
-    """Adjacent interchanges turning the (perfect) chain into ``order``."""
-    current = list(order)
-    current.sort(key=lambda it: _chain_position(b.program, it))
-    for target_pos, it in enumerate(order):
-        pos = current.index(it)
-        while pos > target_pos:
-            b.step(f"interchange {current[pos - 1]} {it}")
-            current[pos - 1], current[pos] = current[pos], current[pos - 1]
-            pos -= 1
-
-
-def _chain_position(program, iterator: str) -> int:
-    return [l.iterator for l in ir.loops(program)].index(iterator)
 
 
 def tile_moves(program, target=None, threads=None) -> list:
@@ -95,6 +81,9 @@ def tile_moves(program, target=None, threads=None) -> list:
                 ai = None
                 found = _tile_variants(base, pre, iters, stmt, reduction, None, bi, target,
                                        itemsize, parallel)
+            if ai is None or not found:       # a row reduction: dot products over r
+                found += dot_tile_moves(base, pre, iters, stmt, reduction, bi, target,
+                                        itemsize, parallel)
             if found and not any(f[0] == iters for f in firsts):
                 ta, tb, blocks, _ = _tile_sizes(base, ai, bi, reduction, target, itemsize)[0]
                 firsts.append((iters, ai, bi, reduction, ta, tb, blocks[0] if blocks else None,
@@ -237,7 +226,7 @@ def _build_tile(b: Builder, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage
         head, tile = ([b0, r0, a0] if outer_b else [a0, b0, r0]), [a1, b1]
     if outer_b:                      # b0 outermost of all: its panel is staged once
         others, head = [b0] + others, head[1:]
-    _bubble(b, others + [it for it in head if it] + inner_red + tile)
+    bubble(b, others + [it for it in head if it] + inner_red + tile)
     taken = declared_names(b.program)
     acc = "acc" if "acc" not in taken else fresh(taken, "acc")
     b.step(f"accumulate {target} at {r1} as {acc} in register")
