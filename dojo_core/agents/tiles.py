@@ -29,7 +29,8 @@ MAX_NESTS = 4        # reduction nests tiled per state (a chain of GEMMs: 3mm ha
 def _perfect_reduction_nests(program) -> list:
     """[(chain of loops outer to inner, statement)] for perfect nests ending in one reduction
     over at least one of the chain's loops (``D[i, j] *= beta`` reduces over none), except
-    the partial tiles a split left (a loop running to ``min(..)``)."""
+    the partial tiles a split left (a loop running to ``min(..)``, a tile's leftover is not
+    retiled) and nests with an annotated loop (annotated loops are not interchanged)."""
     parent_of, found = parents(program), []
     for stmt in ir.assignments(program):
         if stmt.op == "=":
@@ -41,7 +42,8 @@ def _perfect_reduction_nests(program) -> list:
         reduces = any(not any(uses(i, loop.iterator) for i in stmt.target.indices)
                       for loop in chain)
         tail = any(isinstance(loop.hi, ir.Call) and loop.hi.func == "min" for loop in chain)
-        if len(chain) >= 2 and reduces and not tail:      # a tile's leftover is not retiled
+        annotated = any(loop.annotations for loop in chain)    # no interchange would apply
+        if len(chain) >= 2 and reduces and not tail and not annotated:
             found.append((list(reversed(chain)), stmt))
     return found
 
