@@ -10,11 +10,13 @@ PORT   ?= 8000
 STATE  ?= var
 # pytest-xdist workers for `make test`
 WORKERS ?= 2
+# DEV=1: Django's debug pages (the developer flag DJANGO_DEBUG=1); off by default
+DEV    ?= 0
 
 .PHONY: run test install clean help
 
 help:
-	@echo "make run    start PerfDojo at http://$(HOST):$(PORT)/ (PORT=... to change)"
+	@echo "make run    start PerfDojo at http://$(HOST):$(PORT)/ (PORT=... to change; DEV=1 for debug pages)"
 	@echo "make test   run the test suite (pytest -n $(WORKERS))"
 
 $(PY):
@@ -28,8 +30,10 @@ $(STAMP): pyproject.toml | $(PY)
 install: $(STAMP)
 
 run: $(STAMP)
-	DOJO_STATE_DIR=$(abspath $(STATE)) $(PY) -m webapp.launch --host $(HOST) --port $(PORT)
+	DOJO_STATE_DIR=$(abspath $(STATE)) $(if $(filter 1,$(DEV)),DJANGO_DEBUG=1) $(PY) -m webapp.launch --host $(HOST) --port $(PORT)
 
+# the runner and job tests run on SQLite and, where PostgreSQL answers on 127.0.0.1:5432
+# (.ci/run starts it), on PostgreSQL too (tests/test_runners_postgres.py, tests/test_jobs_integration.py)
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(WORKERS) tests/
 

@@ -11,10 +11,20 @@ Dtypes of a statement must agree, except for i8, which is promoted (C's integer
 promotion): an i8 value mixes with i32 and i64 values and may be stored into any integer
 array (`C[i, j] += A[i, k] * B[k, j]` with A, B i8 and C i32), and an i8 array also takes
 i32 values (the store wraps modulo 256). i64 values are never stored into i8 arrays.
+
+Bounded work (a kernel from anyone can be checked on a server): sizes are at most
+MAX_SIZE, arrays and locals have at most MAX_RANK dimensions, an array at most
+MAX_ARRAY_ELEMENTS elements and a local (a stack or register buffer) at most
+MAX_LOCAL_ELEMENTS, loops nest at most MAX_LOOP_DEPTH deep; each is a located error.
+The exact rules then run under a time budget (``budget_s``, CHECK_BUDGET_S by default,
+counted from the start of ``check``): past it, checking stops with a located error at
+the statement it had reached.
 """
 from __future__ import annotations
 
 import re
+import threading
+import time
 
 import islpy as isl
 
@@ -25,17 +35,33 @@ from .printer import print_expr
 
 INT_KINDS = ("int", "idx") + ir.INT_DTYPES     # literal int, iterator/size value, int arrays
 FLOAT_FUNCS = ("exp", "log", "sqrt", "rsqrt", "tanh", "erf")
+MAX_SIZE = 1 << 24
+MAX_RANK = 8
+MAX_ARRAY_ELEMENTS = 1 << 32
+MAX_LOCAL_ELEMENTS = 1 << 20          # the most a transformation stages into a local, too
+MAX_LOOP_DEPTH = 32
+CHECK_BUDGET_S = 2.5
+# one exact check at a time per process: a server's threads then never spend more than
+# one core's worth of the GIL on checking, and other requests keep their latency
+_EXACT_SLOT = threading.BoundedSemaphore(1)
 
 
-def check(program: ir.Program, filename: str = "<input>") -> list:
-    """All errors of the program, sorted by position; [] means valid."""
+def check(program: ir.Program, filename: str = "<input>", budget_s: float | None = None) -> list:
+    """All errors of the program, sorted by position; [] means valid.  Takes about
+    ``budget_s`` seconds at most (CHECK_BUDGET_S when None; one isl operation past it)."""
+    deadline = time.monotonic() + (CHECK_BUDGET_S if budget_s is None else budget_s)
     structure = _Structure(program)
     errors = structure.run()
-    if not errors:
+    if not errors and not _EXACT_SLOT.acquire(timeout=max(0.0, deadline - time.monotonic())):
+        errors = [_err(program, "checking this kernel takes longer than its budget: other "
+                                "kernels are being checked; try again")]
+    elif not errors:
         try:
-            errors = _exact_checks(program, structure.local_scopes)
+            errors = _exact_checks(program, structure.local_scopes, deadline)
         except NotAffine as exc:   # the structural pass should have caught it
             errors = [_err(exc.node, f"not affine: {exc}")]
+        finally:
+            _EXACT_SLOT.release()
     errors.sort(key=lambda e: (e.line, e.col))
     return [e.located(filename) for e in errors]
 
@@ -61,6 +87,10 @@ class _Structure:
             self._declare(name, p)
             if value < 1:
                 self.errors.append(_err(p, f"size {name} must be at least 1, got {value}"))
+            elif value > MAX_SIZE:
+                self.errors.append(_err(p, f"size {name} is {value}; at most {MAX_SIZE}"))
+        if any(e.message.startswith("size ") for e in self.errors):
+            return self.errors
         arrays = {}
         for decl in p.arrays:
             self._declare(decl.name, decl)
@@ -78,6 +108,10 @@ class _Structure:
             self.declared[name] = node
 
     def _check_dims(self, node, dims):
+        if len(dims) > MAX_RANK:
+            self.errors.append(_err(node, f"'{node.name}' has {len(dims)} dimensions; at most {MAX_RANK}"))
+            return
+        elements = 1
         for d in dims:
             v = const_value(d, self.sizes)
             if v is None:
@@ -86,6 +120,14 @@ class _Structure:
             elif v < 1:
                 self.errors.append(_err(d, f"dimension '{print_expr(d)}' is {v} at these "
                                            "sizes; it must be at least 1", node))
+            else:
+                elements *= v
+        local = isinstance(node, ir.Local)
+        most = MAX_LOCAL_ELEMENTS if local else MAX_ARRAY_ELEMENTS
+        if elements > most:
+            what = "local buffer" if local else "array"
+            self.errors.append(_err(node, f"{what} '{node.name}' has {elements} elements at these "
+                                          f"sizes; at most {most}"))
 
     def _body(self, body, arrays, iterators):
         arrays = dict(arrays)
@@ -96,6 +138,9 @@ class _Structure:
                 arrays[stmt.name] = stmt
                 self.local_scopes[stmt.name] = iterators
             elif isinstance(stmt, ir.Loop):
+                if len(iterators) >= MAX_LOOP_DEPTH:
+                    self.errors.append(_err(stmt, f"loops nested more than {MAX_LOOP_DEPTH} deep"))
+                    continue
                 for bound in (stmt.lo, stmt.hi):
                     self._affine(bound, iterators, stmt, allow_minmax=True)
                 if len(set(stmt.annotations)) != len(stmt.annotations):
@@ -265,7 +310,14 @@ def _promotes(a, b) -> bool:
     return a in ir.PROMOTED_DTYPES and b in ir.INT_DTYPES and b != a
 
 
-def _exact_checks(program: ir.Program, local_scopes: dict) -> list:
+def _over_budget(stmt, deadline: float):
+    if time.monotonic() > deadline:
+        return _err(stmt.assign, "checking this kernel takes longer than its budget "
+                                 f"({CHECK_BUDGET_S:g} s by default); make it smaller")
+    return None
+
+
+def _exact_checks(program: ir.Program, local_scopes: dict, deadline: float = float("inf")) -> list:
     model = Model(program)
     dims = {d.name: d.dims for d in program.arrays}
     kinds = {d.name: d.kind for d in program.arrays}
@@ -275,6 +327,9 @@ def _exact_checks(program: ir.Program, local_scopes: dict) -> list:
             kinds[s.name] = "local"
     errors = []
     for stmt in model.statements:
+        late = _over_budget(stmt, deadline)
+        if late:
+            return [late]
         accesses = [stmt.assign.target] + [a for a in ir.walk_expr(stmt.assign.value)
                                            if isinstance(a, ir.Access)]
         for acc in accesses:
@@ -287,12 +342,17 @@ def _exact_checks(program: ir.Program, local_scopes: dict) -> list:
     for stmt in model.statements:
         writers.setdefault(stmt.assign.target.array, []).append(stmt)
     for stmt in model.statements:
+        late = _over_budget(stmt, deadline)
+        if late:
+            return [late]
         for acc in ir.reads(stmt.assign):
             if kinds.get(acc.array) in ("out", "temp", "local"):
                 err = _uninitialised_read(model, stmt, acc, writers.get(acc.array, []),
-                                          local_scopes.get(acc.array))
+                                          local_scopes.get(acc.array), deadline)
                 if err:
                     errors.append(err)
+                    if err.message.startswith("checking this kernel takes longer"):
+                        return [err]
     return errors
 
 
@@ -324,7 +384,7 @@ def _eval_point(expr, env):
     return "?" if v is None else v
 
 
-def _uninitialised_read(model, reader, acc, writers, local_iters):
+def _uninitialised_read(model, reader, acc, writers, local_iters, deadline=float("inf")):
     idx = model.index_texts(reader, acc, "_r")   # _r / _w suffixes never collide
     outs = ", ".join(f"e{k}" for k in range(len(idx)))
     eqs = "".join(f" and e{k} = {t}" for k, t in enumerate(idx))
@@ -333,6 +393,9 @@ def _uninitialised_read(model, reader, acc, writers, local_iters):
                    f"{model.domain_text(reader, '_r')}{eqs} }}")
     sched_r = model.schedule_texts(reader, "_r")
     for w in writers:
+        late = _over_budget(reader, deadline)
+        if late:
+            return late
         widx = model.index_texts(w, w.assign.target, "_w")
         weqs = "".join(f" and e{k} = {t}" for k, t in enumerate(widx))
         same_block = "".join(f" and v_{i}_w = v_{i}_r" for i in (local_iters or ()))

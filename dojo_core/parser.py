@@ -9,10 +9,12 @@ A minus sign directly in front of a number literal is folded into the constant, 
 """
 from __future__ import annotations
 
+import math
 import threading
 
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import (UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken,
+                             VisitError)
 from lark.indenter import DedentError, Indenter
 
 from . import ir
@@ -91,10 +93,46 @@ def _loc(tok_or_meta) -> ir.Loc:
     return ir.Loc(line, col)
 
 
-def _number(tok, negative: bool = False):
+MAX_INT = (1 << 63) - 1          # integer literals and sizes fit the generated code's int64
+MAX_DEPTH = 200                  # nesting of expressions and blocks (each level costs recursion)
+
+
+def _number(tok, negative: bool = False, where=None):
+    """The value of a number literal; a DojoError at ``where`` (default: the token) when an
+    integer does not fit int64 or a real is not a finite double."""
     text = str(tok)
-    value = float(text) if any(c in text for c in ".eE") else int(text)
+    where = where if where is not None else tok
+    line, col = getattr(where, "line", 1) or 1, getattr(where, "column", 1) or 1
+    if any(c in text for c in ".eE"):
+        value = float(text)
+        if not math.isfinite(value):
+            raise DojoError(f"number {_short(text)} is out of range for a floating-point literal",
+                            line, col)
+    else:
+        if len(text.lstrip("0")) > 19 or int(text) > MAX_INT:
+            raise DojoError(f"integer {_short(text)} is out of range (at most 2**63 - 1)", line, col)
+        value = int(text)
     return -value if negative else value
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 24 else f"{text[:10]}...({len(text)} digits)"
+
+
+def _depth_error(tree) -> DojoError | None:
+    """A DojoError at the first node nested deeper than MAX_DEPTH, or None (iterative)."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, Tree):
+            continue
+        if depth > MAX_DEPTH:
+            meta = node.meta
+            return DojoError(f"nested too deeply (more than {MAX_DEPTH} levels of expressions "
+                             "and blocks); split the expression with a local",
+                             getattr(meta, "line", 1) or 1, getattr(meta, "column", 1) or 1)
+        stack.extend((child, depth + 1) for child in node.children)
+    return None
 
 
 @v_args(meta=True)
@@ -114,7 +152,7 @@ class _Build(Transformer):
 
     def size(self, meta, children):
         name, value = children
-        return (_name(name), int(value))
+        return (_name(name), _number(value))
 
     def decl(self, meta, children):
         kind, name, (dtype, dims) = children
@@ -165,7 +203,7 @@ class _Build(Transformer):
 
     def negative_number(self, meta, children):
         tok = children[0]
-        value = float("-inf") if tok == "-inf" else _number(tok[1:], negative=True)
+        value = float("-inf") if tok == "-inf" else _number(tok[1:], negative=True, where=tok)
         return ir.Const(value, _loc(tok))
 
     def neg(self, meta, children):
@@ -278,13 +316,19 @@ def _expected(exc) -> str:
 
 def parse(text: str, filename: str = "<input>") -> ir.Program:
     """Parse Dojo IR text. Guarantees: returns a Program whose nodes carry source
-    locations, or raises DojoError located at the offending line and column."""
+    locations, or raises DojoError located at the offending line and column, never
+    another exception: out-of-range numbers and nesting deeper than MAX_DEPTH (which
+    would exhaust the recursion of later passes) are located refusals too."""
     if not text.endswith("\n"):
         text += "\n"
     try:
         with _PARSE_LOCK:
             tree = _PARSER.parse(text)
+        too_deep = _depth_error(tree)
+        if too_deep is not None:
+            raise too_deep
         program = _Build().transform(tree)
+        program = _resolve(program)
     except UnexpectedCharacters as exc:
         ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else "?"
         raise DojoError(f"syntax error: unexpected character {ch!r}", exc.line, exc.column,
@@ -316,12 +360,17 @@ def parse(text: str, filename: str = "<input>") -> ir.Program:
                         getattr(exc, "column", 1) or 1, filename) from None
     except DojoError as exc:
         raise exc.located(filename) from None
-    except Exception as exc:  # lark wraps transformer errors in VisitError
-        inner = getattr(exc, "orig_exc", None)
+    except VisitError as exc:  # lark wraps transformer errors
+        inner = exc.orig_exc
         if isinstance(inner, DojoError):
             raise inner.located(filename) from None
-        raise
-    program = _resolve(program)
+        meta = getattr(exc.obj, "meta", exc.obj)
+        reason = "nested too deeply" if isinstance(inner, RecursionError) else str(inner)[:200]
+        raise DojoError(f"cannot read this {exc.rule or 'text'}: {reason}",
+                        getattr(meta, "line", 1) or 1, getattr(meta, "column", 1) or 1,
+                        filename) from None
+    except RecursionError:
+        raise DojoError("nested too deeply", 1, 1, filename) from None
     return ir.Program(program.name, program.sizes, program.arrays, program.body,
                       _leading_doc(text), program.loc)
 

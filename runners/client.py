@@ -115,10 +115,12 @@ class Client:
 
     # the protocol ---------------------------------------------------------------------------
     def register(self, token: str, name: str | None, labels, hardware: dict, sandbox: dict,
-                 patience=120.0) -> dict:
-        return self.request("POST", "/api/runners/register",
-                            {"token": token, "name": name, "labels": list(labels or []),
-                             "hardware": hardware, "sandbox": sandbox}, patience)
+                 patience=120.0, secret: str | None = None) -> dict:
+        body = {"token": token, "name": name, "labels": list(labels or []),
+                "hardware": hardware, "sandbox": sandbox}
+        if secret:
+            body["secret"] = secret
+        return self.request("POST", "/api/runners/register", body, patience)
 
     def heartbeat(self, current_job=None, patience=10.0) -> dict:
         return self.request("POST", "/api/runners/heartbeat", {"current_job": current_job}, patience)

@@ -32,6 +32,8 @@ import threading
 import time
 
 from . import hardware, sandbox
+
+ROOT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # PYTHONPATH of the benchmark
 from .client import Client, Refused, Unreachable
 from .execute import cancel_path, clear_current, read_current
 
@@ -50,6 +52,9 @@ def parse_args(argv=None):
                    help="registration token (make_runner_token); env DOJO_RUNNER_TOKEN")
     p.add_argument("--name", help="runner name (default: the server picks from the host name)")
     p.add_argument("--labels", default="", help="comma-separated labels, e.g. avx512,lab")
+    p.add_argument("--emulate", metavar="TARGET", default=None,
+                   help="check correctness for a foreign ISA (arm-neon, arm-sve, riscv-rvv) with "
+                        "its cross toolchain under qemu-user; results carry no time")
     p.add_argument("--state-dir", default=None, help=f"credentials and scratch (default {default_state_dir()})")
     p.add_argument("--work-dir", default=None, help="where job temp dirs go (default: system temp)")
     p.add_argument("--grace", type=float, default=60.0, help="seconds a stopping runner lets its job finish")
@@ -83,20 +88,33 @@ class Daemon:
         key = hashlib.sha256(f"{self.args.server.rstrip('/')}|{self.args.name or ''}".encode()).hexdigest()[:16]
         return os.path.join(self.state_dir, f"credentials-{key}.json")
 
+    @staticmethod
+    def _stored_secret(path: str):
+        """The secret of an earlier registration under this name (it proves the name is ours)."""
+        try:
+            with open(path) as f:
+                secret = json.load(f).get("secret")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return secret if isinstance(secret, str) else None
+
     def register(self) -> None:
-        hw = hardware.fingerprint()
+        hw = hardware.emulated_fingerprint(self.args.emulate) if self.args.emulate else hardware.fingerprint()
         if self.args.network == "auto":
             mode, desc = sandbox.detect_network()
         else:
             mode, desc = None, "not isolated: disabled with --network off"
         self.network_mode = mode
         labels = [l.strip() for l in self.args.labels.split(",") if l.strip()]
-        sandbox_info = {"network": desc, "uid": os.geteuid(),
-                        "process_limit_enforced": os.geteuid() != 0}
+        user, who = sandbox.drop_target(sys.executable, ROOT_DIR)
+        self.sandbox_user = list(user) if user else None
+        sandbox_info = {"network": desc, "uid": user[0] if user else os.geteuid(), "user": who,
+                        "process_limit_enforced": os.geteuid() != 0 or user is not None}
         path = self._creds_path()
         if self.args.token:
             client = Client(self.args.server, stop=self.stop)
-            creds = client.register(self.args.token, self.args.name, labels, hw, sandbox_info)
+            creds = client.register(self.args.token, self.args.name, labels, hw, sandbox_info,
+                                    secret=self._stored_secret(path))
         else:
             try:
                 with open(path) as f:
@@ -121,8 +139,9 @@ class Daemon:
             "broker_url": self.creds["broker_url"], "broker_options": self.creds.get("broker_options") or {},
             "state_dir": self.state_dir, "work_dir": self.args.work_dir,
             "network_mode": self.network_mode, "python": sys.executable,
+            "sandbox_user": self.sandbox_user,
             "parent_pid": os.getpid(), "log_level": self.args.log_level,
-            "claim_after_s": max(0.0, self.args.claim_after),
+            "claim_after_s": max(0.0, self.args.claim_after), "emulate": self.args.emulate,
             "limits": {"max_wall_s": self.args.max_wall, "cpu_s": self.args.cpu_limit,
                        "address_space": int(self.args.memory_limit * gib)},
         }

@@ -5,8 +5,12 @@
 * in its own directory (``workdir``, made by the caller, normally a fresh
   temporary directory) with ``umask 077``;
 * with resource limits set by ``setrlimit`` just before ``exec``: CPU time,
-  address space, file size, number of processes (RLIMIT_NPROC is per user and
-  not enforced for root: run runners as an unprivileged user), no core files;
+  address space, file size, number of processes, no core files;
+* not as root: RLIMIT_NPROC is not enforced for root, so a runner running as root
+  drops to an unprivileged user (DOJO_SANDBOX_USER, default ``nobody``) just
+  before ``exec``, after the namespaces and limits are set, and hands it the work
+  directory.  ``drop_target()`` decides at start whether that user can run the
+  benchmark's Python; if not, the runner says so (process limit not enforced);
 * in a new session, so that the whole process group is killed (SIGKILL) at the
   wall timeout, on cancel, and after the command exits (background children);
   the command also dies with the worker that started it (PR_SET_PDEATHSIG);
@@ -64,6 +68,13 @@ try:
         if value is not None:
             resource.setrlimit(getattr(resource, name), (int(value), int(value)))
     os.umask(0o077)
+    drop = spec.get("user")
+    if drop:
+        os.setgroups([])
+        os.setgid(drop[1])
+        os.setuid(drop[0])
+        if os.getuid() == 0 or os.geteuid() == 0:
+            fail("could not drop root")
 except SystemExit:
     raise
 except BaseException as exc:
@@ -131,8 +142,52 @@ def scrubbed_env(home: str, extra: dict | None = None, keep=SAFE_ENV_KEYS) -> di
     return env
 
 
-def _jail_cmd(cmd, limits: Limits, network: str | None) -> list:
-    spec = {"parent": os.getpid(), "net": network, "rlimits": limits.rlimits()}
+_DROP: tuple | None = None      # (uid, gid) every run() drops to, set by the worker (set_user)
+
+
+def set_user(uid: int | None, gid: int | None = None) -> None:
+    """Make every later run() in this process drop to uid/gid (None: run as we are)."""
+    global _DROP
+    _DROP = None if uid is None else (int(uid), int(gid if gid is not None else uid))
+
+
+def drop_target(python: str = sys.executable, pythonpath: str | None = None) -> tuple:
+    """((uid, gid) or None, description): whom the sandbox should run as.  Only a root
+    runner drops; to DOJO_SANDBOX_USER (default ``nobody``; ``root`` keeps root), and
+    only when that user can start ``python`` and import dojo_core, the benchmark's needs."""
+    import pwd
+    import tempfile
+    if os.geteuid() != 0:
+        return None, f"unprivileged (uid {os.geteuid()})"
+    name = os.environ.get("DOJO_SANDBOX_USER", "nobody")
+    if name == "root":
+        return None, "root (DOJO_SANDBOX_USER=root): the process limit is not enforced"
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        return None, f"root: no user {name!r} to drop to; the process limit is not enforced"
+    user = (entry.pw_uid, entry.pw_gid)
+    with tempfile.TemporaryDirectory(prefix="dojo-userprobe-") as tmp:
+        os.chmod(tmp, 0o755)
+        env = scrubbed_env(tmp, {"PYTHONPATH": pythonpath} if pythonpath else None)
+        res = run([python, "-c", "import dojo_core, numpy"], workdir=tmp, limits=Limits(wall_s=60),
+                  env=env, user=user)
+    if res.returncode != 0:
+        why = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
+        return None, (f"root: user {name} cannot run {python} ({why.removeprefix('sandbox: ')}); "
+                      "the process limit is not enforced")
+    return user, f"user {name} (uid {user[0]})"
+
+
+def _chown_tree(path: str, uid: int, gid: int) -> None:
+    os.chown(path, uid, gid)
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
+
+
+def _jail_cmd(cmd, limits: Limits, network: str | None, user=None) -> list:
+    spec = {"parent": os.getpid(), "net": network, "rlimits": limits.rlimits(), "user": user}
     return [sys.executable, "-I", "-S", "-c", JAIL, json.dumps(spec), *map(str, cmd)]
 
 
@@ -155,18 +210,24 @@ def _read(path: str, limit: int) -> str:
 
 def run(cmd, *, workdir: str, limits: Limits | None = None, env: dict | None = None,
         network: str | None = None, should_cancel=None, on_start=None,
-        poll_s: float = 0.05) -> Outcome:
+        poll_s: float = 0.05, user=None) -> Outcome:
     """Run cmd in the sandbox (see the module docstring); never raises for the command's
     own failures. ``network``: None, "netns" or "userns" (see ``detect_network``).
-    ``should_cancel()`` is polled; ``on_start(pgid)`` is called once it runs."""
+    ``should_cancel()`` is polled; ``on_start(pgid)`` is called once it runs.  ``user``:
+    (uid, gid) to run as (default: set_user's, else ours); it is given ``workdir``."""
     limits = limits or Limits()
+    user = user if user is not None else _DROP
+    if user is not None and os.geteuid() != 0:
+        user = None                                    # only root can drop
     if env is None:
         env = scrubbed_env(workdir)
+    if user is not None:
+        _chown_tree(workdir, *user)
     out_path = os.path.join(workdir, ".stdout")
     err_path = os.path.join(workdir, ".stderr")
     start = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen(_jail_cmd(cmd, limits, network), cwd=workdir, env=env,
+        proc = subprocess.Popen(_jail_cmd(cmd, limits, network, user), cwd=workdir, env=env,
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                 start_new_session=True, close_fds=True)
     pgid = proc.pid

@@ -48,3 +48,20 @@ def verify(key: bytes, ticket, signature) -> bool:
     except (TypeError, ValueError):
         return False
     return hmac.compare_digest(expected, signature)
+
+
+def duplicate_reason(job: dict | None, attempt, runner: str) -> str | None:
+    """Why a delivered ticket for ``attempt`` must not start, from the server's view of the
+    job (GET /api/jobs/ID), or None: it is final, it is another runner's, or it was
+    already started at this attempt or past it (a duplicate or stale delivery)."""
+    if not isinstance(job, dict):
+        return None
+    if job.get("final") or job.get("state") in ("done", "failed", "lost", "cancelled"):
+        return f"job is {job.get('state')}"
+    if job.get("runner") not in (None, runner):
+        return f"job is now runner {job.get('runner')}'s"
+    done = job.get("attempts")
+    if isinstance(done, int) and isinstance(attempt, int) and attempt <= done:
+        return f"attempt {attempt} was already started (the job is {job.get('state')} at attempt {done})"
+    return None
+

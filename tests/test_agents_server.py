@@ -26,7 +26,7 @@ def server(tmp_path):
 
 def test_server_evaluator_spreads_over_runners(server, tmp_path):
     root = load_kernel("matmul", SMALL)
-    ev = ServerEvaluator(server.url, runners=["local", "rb"], min_time=0.01,
+    ev = ServerEvaluator(server.url, runners=["local", "rb"], min_time=0.01, token=server.api_token,
                          store=RecordStore(tmp_path / "m.jsonl"))
     items = [(root, ()), (root, ("split i by 4",)), (root, ("split j by 4",)),
              (root, ("interchange i j",))]
@@ -38,7 +38,7 @@ def test_server_evaluator_spreads_over_runners(server, tmp_path):
 
     illegal = ev.evaluate(root, ("fuse x y",))
     assert illegal.median_s is None and "illegal step" in illegal.error
-    nobody = ServerEvaluator(server.url, runners=["nobody"]).evaluate(root, ())
+    nobody = ServerEvaluator(server.url, runners=["nobody"], token=server.api_token).evaluate(root, ())
     assert nobody.median_s is None and ("HTTP 409" in nobody.error or "HTTP 400" in nobody.error)
     assert "nobody" in nobody.error
 

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+import pgsupport
+
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = {"N": 32, "M": 32, "K": 32}
 FAST = {"min_time": 0.05, "threads": 1, "timeout_s": 60}
@@ -33,10 +35,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def http(method, url, data=None, timeout=10):
+def http(method, url, data=None, timeout=10, token=None):
     body = None if data is None else json.dumps(data).encode()
-    req = urllib.request.Request(url, data=body, method=method,
-                                 headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Token {token}"
+    req = urllib.request.Request(url, data=body, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, json.loads(r.read() or b"{}")
@@ -68,6 +72,13 @@ class Server:
                                      stderr=subprocess.STDOUT, start_new_session=True)
         self.runners: dict[str, subprocess.Popen] = {}
         self.wait(lambda: self.get("/api/runners")[0] == 200, 90, "the server to start")
+        # jobs need a submitter: the owner token of a session made for it; the library
+        # client (dojo_core.library.client) of this test process sends it too
+        status, made = http("POST", self.url + "/api/sessions", {"kernel": "relu"})
+        assert status == 201, made
+        self.api_token = made["owner_token"]
+        self._saved_token = os.environ.get("DOJO_API_TOKEN")
+        os.environ["DOJO_API_TOKEN"] = self.api_token
 
     def logs(self) -> str:
         texts = [(self.tmp / "server.log").read_text(errors="replace")[-4000:]]
@@ -91,8 +102,8 @@ class Server:
     def get(self, path):
         return http("GET", self.url + path)
 
-    def post(self, path, data):
-        return http("POST", self.url + path, data)
+    def post(self, path, data, token=True):
+        return http("POST", self.url + path, data, token=self.api_token if token is True else token)
 
     def token(self, uses=1) -> str:
         out = subprocess.run([sys.executable, "manage.py", "make_runner_token", "--uses", str(uses)],
@@ -128,12 +139,26 @@ class Server:
         self.wait(lambda: self.job(job_id)["state"] in states, timeout, f"job {job_id} in {states}")
         return self.job(job_id)
 
-    def submit(self, **data):
-        status, answer = self.post("/api/jobs", data)
+    def submit(self, token=True, **data):
+        status, answer = self.post("/api/jobs", data, token=token)
         assert status == 201, answer
         return answer["job"]
 
+    def history(self, kernel, sizes, steps=()) -> tuple[str, str]:
+        """(session id, owner token) of a new history of ``kernel`` with ``steps`` applied."""
+        status, made = self.post("/api/sessions", {"kernel": kernel, "sizes": sizes}, token=None)
+        assert status == 201, made
+        for step in steps:
+            status, answer = self.post(f"/api/sessions/{made['id']}/steps", {"action": step},
+                                       token=made["owner_token"])
+            assert status == 201, answer
+        return made["id"], made["owner_token"]
+
     def stop(self):
+        if self._saved_token is None:
+            os.environ.pop("DOJO_API_TOKEN", None)
+        else:
+            os.environ["DOJO_API_TOKEN"] = self._saved_token
         for proc in self.runners.values():
             if proc.poll() is None:
                 proc.terminate()
@@ -169,11 +194,17 @@ def test_embedded_make_run_benchmarks_with_its_local_runner(embedded):
     """`make run` with no configuration: daphne + a local runner over the safefs broker."""
     s = embedded
     s.wait_online("local")
+    # the server's own limits answer in JSON, even for a header twisted would drop
+    status, answer = http("GET", s.url + "/api/runners", token="x" * 100_000)
+    assert status == 431 and "header" in answer["error"], answer
+    assert http("GET", s.url + "/api/runners", token="x" * 20_000)[0] == 431
     local = s.runner("local")
     assert local["hardware"]["cpu"]["arch"] and "local" in local["labels"]
     assert local["sandbox"]["network"]
-    good = s.submit(kernel="matmul", sizes=SMALL, steps=["split i by 4", "split j by 8"],
-                    options=FAST, session_id="it1", step_index=2)
+    steps = ["split i by 4", "split j by 8"]
+    it1, owner = s.history("matmul", SMALL, steps)
+    good = s.submit(kernel="matmul", sizes=SMALL, steps=steps, options=FAST, session_id=it1,
+                    step_index=2, token=owner)
     slow = s.submit(kernel="matmul", sizes=SMALL, options={"min_time": 60, "timeout_s": 2, "threads": 1})
     job = s.wait_job(good, ("done", "failed", "lost"))
     assert job["state"] == "done", job
@@ -181,7 +212,7 @@ def test_embedded_make_run_benchmarks_with_its_local_runner(embedded):
     assert res["verified"] is True and res["median_s"] > 0 and res["gflops"] > 0
     assert res["runner"] == "local" and res["hardware"]["cpu"]["arch"] and res["compiler"]
     assert res["sandbox"]["network"] == local["sandbox"]["network"]
-    assert job["runner"] == "local" and job["attempts"] == 1 and job["session_id"] == "it1"
+    assert job["runner"] == "local" and job["attempts"] == 1 and job["session_id"] == it1
     job = s.wait_job(slow, ("done", "failed", "lost"))
     assert job["state"] == "failed" and "timed out after" in job["error"], job
     assert s.runner("local")["status"] == "idle"
@@ -191,10 +222,24 @@ def test_embedded_make_run_benchmarks_with_its_local_runner(embedded):
     assert s.runners == {}
 
 
-def test_kill_a_runner_mid_job_then_another_finishes_it(tmp_path):
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request):
+    """{} (SQLite in the state directory) or {"DATABASE_URL": a fresh PostgreSQL database}."""
+    if request.param == "sqlite":
+        yield {}
+        return
+    if not pgsupport.reachable():
+        pytest.skip(pgsupport.SKIP_REASON)
+    db_url, drop = pgsupport.new_database("perfdojo_it_")
+    yield {"DATABASE_URL": db_url}
+    drop()
+
+
+def test_kill_a_runner_mid_job_then_another_finishes_it(tmp_path, database):
     """kill -9 of a whole runner (daemon + worker + sandbox) while it benchmarks: the reaper
-    requeues the job, the other runner completes it, the result is recorded once."""
-    s = Server(tmp_path, local_runner=False)
+    requeues the job, the other runner completes it, the result is recorded once; on SQLite
+    and on PostgreSQL (where the reaper's row locks must avoid outer joins)."""
+    s = Server(tmp_path, local_runner=False, env=database)
     try:
         token = s.token(uses=2)
         s.start_runner("ra", "pool", token)
@@ -227,11 +272,11 @@ def _events(s: Server, job_id: int) -> list[dict]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_worker_crash_is_handed_back_and_sigterm_hands_back_the_job(tmp_path):
+def test_worker_crash_is_handed_back_and_sigterm_hands_back_the_job(tmp_path, database):
     """kill -9 of the Celery worker alone: the daemon hands the job back and restarts the
     worker, which redoes it. SIGTERM with a short grace: the job is handed back, and a
     runner that joins later takes it."""
-    s = Server(tmp_path, local_runner=False)
+    s = Server(tmp_path, local_runner=False, env=database)
     try:
         token = s.token(uses=2)
         s.start_runner("solo", "x", token, grace=1)
@@ -276,21 +321,9 @@ def _redis_reachable() -> bool:
 
 def _postgres_database():
     """(DATABASE_URL, drop) for a fresh database on the local PostgreSQL, or (None, None)."""
-    try:
-        import psycopg
-        conn = psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres",
-                               autocommit=True, connect_timeout=2)
-    except Exception:                                                  # noqa: BLE001
+    if not pgsupport.reachable():
         return None, None
-    name = "perfdojo_it_" + uuid.uuid4().hex[:10]
-    conn.execute(f'CREATE DATABASE "{name}"')
-
-    def drop():
-        try:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            conn.close()
-    return f"postgres://postgres@127.0.0.1:5432/{name}", drop
+    return pgsupport.new_database("perfdojo_it_")
 
 
 @pytest.mark.skipif(not _redis_reachable(), reason=f"Redis is not reachable at {REDIS_URL} "
@@ -310,15 +343,17 @@ def test_redis_broker_two_runners_with_labels_and_live_updates(tmp_path):
         s.wait_online("local", other)
         assert s.runner(other)["queue"] == f"runner-{other}"
         from channels_redis.core import RedisChannelLayer
-        session = "it-" + uuid.uuid4().hex[:8]
+        session, owner = s.history("matmul", SMALL)
 
         async def scenario():
             layer = RedisChannelLayer(hosts=[REDIS_URL], prefix=prefix)
             channel = await layer.new_channel()
             await layer.group_add(f"session-{session}", channel)
             ids = await asyncio.to_thread(lambda: [
-                s.submit(kernel="matmul", sizes=SMALL, runner="local", options=FAST, session_id=session),
-                s.submit(kernel="matmul", sizes=SMALL, runner="bee", options=FAST, session_id=session)])
+                s.submit(kernel="matmul", sizes=SMALL, runner="local", options=FAST, session_id=session,
+                         step_index=0, token=owner),
+                s.submit(kernel="matmul", sizes=SMALL, runner="bee", options=FAST, session_id=session,
+                         step_index=0, token=owner)])
             seen = {}
             deadline = time.monotonic() + 60
             while not all(seen.get(i) in ("done", "failed", "lost") for i in ids):

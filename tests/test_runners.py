@@ -200,8 +200,10 @@ def test_registration_tokens(client):
     assert r.status_code == 400
     r = post(client, "/api/runners/register", {**body, "token": many, "labels": "x"})
     assert r.status_code == 400
-    # the same name again rotates the secret: the old one is refused
-    r2 = post(client, "/api/runners/register", {**body, "token": many})
+    # the same name again needs the runner's secret; it rotates it: the old one is refused
+    r = post(client, "/api/runners/register", {**body, "token": many})
+    assert r.status_code == 403 and "taken" in r.json()["error"]
+    r2 = post(client, "/api/runners/register", {**body, "token": many, "secret": data["secret"]})
     assert r2.status_code == 201
     assert post(client, "/api/runners/heartbeat", {}, secret=data["secret"]).status_code == 403
     assert post(client, "/api/runners/heartbeat", {}, secret=r2.json()["secret"]).status_code == 200
@@ -280,8 +282,12 @@ def test_public_api_runners_and_jobs(client):
     assert entry["hardware"] == {"cpu": {"arch": "x86_64"}} and "lab" in entry["labels"]
     assert entry["sandbox"] == {"network": "isolated (test)"} and entry["queue_depth"] == 0
 
-    r = post(client, "/api/jobs", {"kernel": "matmul", "sizes": SMALL, "runner": "lab",
-                                   "session_id": "s1", "step_index": 0})
+    made = post(client, "/api/sessions", {"kernel": "matmul", "sizes": SMALL}).json()
+    owner = {"HTTP_AUTHORIZATION": f"Token {made['owner_token']}"}
+    assert post(client, "/api/jobs", {"kernel": "matmul"}).status_code == 401
+    r = client.post("/api/jobs", json.dumps({"kernel": "matmul", "sizes": SMALL, "runner": "lab",
+                                             "session_id": made["id"], "step_index": 0}),
+                    content_type="application/json", **owner)
     assert r.status_code == 201, r.content
     job_id = r.json()["job"]
     d = client.get(f"/api/jobs/{job_id}/").json()
@@ -289,15 +295,19 @@ def test_public_api_runners_and_jobs(client):
                 "max_attempts", "created", "started", "finished", "heartbeat", "result", "error",
                 "session_id", "step_index"):
         assert key in d
-    assert d["state"] == "queued" and d["runner"] == "r1" and d["session_id"] == "s1"
+    assert d["state"] == "queued" and d["runner"] == "r1" and d["session_id"] == made["id"]
     assert client.get("/api/runners").json()["runners"][0]["queue_depth"] == 1
 
-    assert post(client, "/api/jobs", {"kernel": "nope"}).status_code == 400
-    assert post(client, "/api/jobs", {"source": MATMUL, "steps": ["fuse x y"]}).status_code == 400
-    assert post(client, "/api/jobs", {"source": MATMUL, "color": 1}).status_code == 400
-    assert post(client, "/api/jobs", {"source": MATMUL, "runner": "gpu"}).status_code == 400
-    assert post(client, "/api/jobs", raw="nope").status_code == 400
-    r = post(client, f"/api/jobs/{job_id}/cancel")
+    def submit(data=None, raw=None):
+        return client.post("/api/jobs", raw if raw is not None else json.dumps(data),
+                           content_type="application/json", **owner)
+    assert submit({"kernel": "nope"}).status_code == 400
+    assert submit({"source": MATMUL, "steps": ["fuse x y"]}).status_code == 400
+    assert submit({"source": MATMUL, "color": 1}).status_code == 400
+    assert submit({"source": MATMUL, "runner": "gpu"}).status_code == 409
+    assert submit(raw="nope").status_code == 400
+    assert post(client, f"/api/jobs/{job_id}/cancel").status_code == 401
+    r = client.post(f"/api/jobs/{job_id}/cancel", "{}", content_type="application/json", **owner)
     assert r.status_code == 200 and r.json()["state"] == "cancelled"
 
 
@@ -409,7 +419,7 @@ def test_release_goodbye_and_reregistration_requeue():
     job2 = services.submit_benchmark(MATMUL, [], SMALL, runner="a")
     services.claim(a, job2.id)
     _, raw = RegistrationToken.issue()
-    services.register(raw, "a", ["pool"], {}, {})        # a restart: a new incarnation
+    services.register(raw, "a", ["pool"], {}, {}, a_secret)   # a restart: a new incarnation
     job2.refresh_from_db()
     assert job2.state == Job.QUEUED and job2.attempts == 1 and "restarted" in job2.events[-1]["reason"]
 
@@ -436,3 +446,19 @@ def test_admin_token_creation_shows_the_token_once(admin_client):
     raw = text.split("Registration token (shown only now): ")[1][:36].split("<")[0].strip()
     tok = RegistrationToken.objects.get(note="lab")
     assert tok.uses_left == 2 and services.register(raw, "adm", [], {}, {})["name"] == "adm"
+
+
+@pytest.mark.django_db
+def test_an_idle_runner_takes_work_queued_behind_a_busy_one():
+    a, _ = make_runner("a", ["pool"])
+    jobs = [services.submit_benchmark(MATMUL, [], SMALL, runner="pool") for _ in range(3)]
+    named = services.submit_benchmark(MATMUL, [], SMALL, runner="a")
+    services.claim(a, jobs[0].id)                                   # a is busy with the first
+    b, _ = make_runner("b", ["pool"])                               # joins later, idle
+    assert reap_once()["rebalanced"] == 1
+    moved = [j.id for j in Job.objects.filter(runner=b)]
+    assert moved == [jobs[1].id]                                    # the oldest waiting one
+    event = Job.objects.get(id=jobs[1].id).events[-1]
+    assert event["event"] == "reassigned" and "idle" in event["reason"]
+    assert reap_once()["rebalanced"] == 0                           # b has work now
+    assert Job.objects.get(id=named.id).runner == a                 # a job naming a stays

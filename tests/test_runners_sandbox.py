@@ -240,3 +240,32 @@ def test_runner_client_rides_out_a_server_that_is_down(tmp_path):
         Client(f"http://127.0.0.1:{port}", "wrong").heartbeat(None, patience=10)
     assert exc.value.status == 403 and "unknown runner secret" in str(exc.value)
     holder[0].shutdown()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping root needs root (the CI machine runs as root)")
+def test_a_root_runner_drops_root_so_the_process_limit_holds(tmp_path):
+    """As root, RLIMIT_NPROC is ignored; dropped to nobody, a fork bomb stops at the limit, and
+    the command owns its work directory (it can write there)."""
+    import pwd
+    nobody = pwd.getpwnam("nobody")
+    user = (nobody.pw_uid, nobody.pw_gid)
+    (tmp_path / "kernel.dojo").write_text("x")                # made by root, as the runner does
+    script = "id -u; echo hi > out.txt && cat kernel.dojo; for i in 1 2 3 4 5 6 7 8; do sleep 2 & done; wait"
+    res = sandbox.run(["/bin/sh", "-c", script], workdir=str(tmp_path),
+                      limits=sandbox.Limits(wall_s=20, processes=4), user=user)
+    assert res.stdout.splitlines()[:2] == [str(user[0]), "x"], (res.stdout, res.stderr)
+    assert "fork" in res.stderr.lower(), res.stderr
+    assert (tmp_path / "out.txt").stat().st_uid == user[0]
+    as_root = sandbox.run(["/bin/sh", "-c", "for i in 1 2 3 4 5 6 7 8; do sleep 1 & done; wait; id -u"],
+                          workdir=str(tmp_path), limits=sandbox.Limits(wall_s=20, processes=4))
+    assert as_root.returncode == 0 and as_root.stdout.strip() == "0"     # why it must drop
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping root needs root")
+def test_drop_target_says_whom_the_sandbox_runs_as(monkeypatch):
+    user, who = sandbox.drop_target("/bin/false")
+    assert user is None and "cannot run /bin/false" in who and "not enforced" in who
+    monkeypatch.setenv("DOJO_SANDBOX_USER", "root")
+    assert sandbox.drop_target()[0] is None
+    monkeypatch.setenv("DOJO_SANDBOX_USER", "no-such-user-here")
+    assert "no user" in sandbox.drop_target()[1]

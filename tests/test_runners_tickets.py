@@ -157,3 +157,15 @@ def test_the_runner_runs_only_tickets_signed_for_it(django_capture_on_commit_cal
                       signature=msg["signature"])
     assert outcome.startswith("undelivered:"), outcome
     assert not (tmp_path / "current.json").exists() and current_path(str(tmp_path)).endswith("current.json")
+
+
+def test_a_delivery_of_a_started_job_is_not_started_again():
+    from runners.tickets import duplicate_reason
+    queued = {"state": "queued", "final": False, "runner": "r1", "attempts": 0}
+    assert duplicate_reason(queued, 1, "r1") is None
+    assert duplicate_reason(None, 1, "r1") is None                     # server not asked: claim decides
+    assert "already started" in duplicate_reason({**queued, "state": "running", "attempts": 1}, 1, "r1")
+    assert "already started" in duplicate_reason({**queued, "attempts": 1}, 1, "r1")   # requeued
+    assert duplicate_reason({**queued, "attempts": 1}, 2, "r1") is None
+    assert "done" in duplicate_reason({**queued, "state": "done", "final": True, "attempts": 1}, 2, "r1")
+    assert "r2" in duplicate_reason({**queued, "runner": "r2"}, 1, "r1")

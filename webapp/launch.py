@@ -58,7 +58,7 @@ def start_local_runner(host: str, port: int, state_dir) -> subprocess.Popen:
     """The embedded runner: registered with a one-use token made now (runners/daemon.py)."""
     from webapp.runners.models import RegistrationToken
 
-    _, token = RegistrationToken.issue(note="local runner (make run)", uses=1)
+    _, token = RegistrationToken.issue(note="local runner (make run)", uses=1, replaces="local")
     local = "127.0.0.1" if host in ("0.0.0.0", "", "::") else (f"[{host}]" if ":" in host else host)
     cmd = [sys.executable, "-m", "runners", "--server", f"http://{local}:{port}", "--name", "local",
            "--labels", "local", "--state-dir", os.path.join(str(state_dir), "runner"), "--grace", "10",
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     migrate()
     from django.conf import settings
 
-    cmd = [sys.executable, "-m", "daphne", "-b", args.host, "-p", str(args.port), "webapp.asgi:application"]
+    cmd = [sys.executable, "-m", "webapp.serve", "-b", args.host, "-p", str(args.port), "webapp.asgi:application"]
     proc = subprocess.Popen(cmd)
     runner = None
 

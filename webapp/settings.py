@@ -4,7 +4,13 @@ Embedded defaults: everything works on one machine with no external service.
 State (the SQLite database, collected static files) lives in one directory,
 ``var/`` at the repository root unless ``DOJO_STATE_DIR`` names another; it is
 created at import.  Environment overrides: DOJO_STATE_DIR, DJANGO_SECRET_KEY,
-DJANGO_DEBUG (1/0, default 1), DJANGO_ALLOWED_HOSTS (comma-separated).
+DJANGO_DEBUG (the developer flag: 1 turns Django's debug pages on; default off),
+DJANGO_ALLOWED_HOSTS (comma-separated).
+
+Production-safe by default: DEBUG is off unless DJANGO_DEBUG=1 is set; with no
+DJANGO_SECRET_KEY a random key is made once per state directory (``secret_key``, mode
+0600); every error under /api/ is JSON (webapp/api/errors.py); request headers are
+bounded (webapp/api/limits.py).
 """
 import os
 from pathlib import Path
@@ -13,9 +19,31 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 STATE_DIR = Path(os.environ.get("DOJO_STATE_DIR") or BASE_DIR / "var").resolve()
 STATE_DIR.mkdir(parents=True, exist_ok=True)
 
-# A development default; deployments set DJANGO_SECRET_KEY.
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "perfdojo-insecure-local-development-key-change-me")
-DEBUG = os.environ.get("DJANGO_DEBUG", "1").lower() not in ("0", "false", "no", "")
+
+
+def _install_secret_key(state: Path) -> str:
+    """This installation's random key, made on first use (the state directory is private)."""
+    path = state / "secret_key"
+    try:
+        return path.read_text().strip() or _new_key(path)
+    except FileNotFoundError:
+        return _new_key(path)
+
+
+def _new_key(path: Path) -> str:
+    import secrets
+    key = secrets.token_urlsafe(50)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:                       # another process made it first
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as f:
+        f.write(key)
+    return key
+
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or _install_secret_key(STATE_DIR)
+DEBUG = os.environ.get("DJANGO_DEBUG", "0").lower() in ("1", "true", "yes", "on")
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get(
     "DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",") if h.strip()]
 
@@ -32,6 +60,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "webapp.api.limits.RequestLimitsMiddleware",     # header sizes, rate limits (429)
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",   # static files under daphne (STACK.md gotcha 6)
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -84,6 +113,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = STATE_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)                 # WhiteNoise warns on every start without it
 # Serve straight from the finders, so no collectstatic is needed on one machine.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
@@ -124,6 +154,12 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024          # history imports; IR sources stop at 64 KiB
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 1000
+CSRF_FAILURE_VIEW = "webapp.api.errors.csrf_failure"   # JSON under /api/
+# Bounded work: request headers, writes per client per minute, active jobs per submitter
+DOJO_MAX_HEADER_BYTES = int(_runners_conf.number(os.environ, "DOJO_MAX_HEADER_BYTES", 16384))
+DOJO_RATE_WRITES_PER_MIN = int(_runners_conf.number(os.environ, "DOJO_RATE_WRITES_PER_MIN", 240))
+DOJO_JOB_QUOTA_ACTIVE = int(_runners_conf.number(os.environ, "DOJO_JOB_QUOTA_ACTIVE", 20))
 # DOJO_TEST_HOOKS=1 enables /__test__/push/ID (the browser tests' job.update trigger)
 DOJO_TEST_HOOKS = os.environ.get("DOJO_TEST_HOOKS", "") == "1"
 

@@ -10,3 +10,9 @@ urlpatterns = [
     path("", include("webapp.api.urls")),         # the rest of /api/ (issue 6); ends with a JSON 404
     path("", include("webapp.histories.urls")),   # gallery "/", editor /s/ID/, accounts (issue 6)
 ]
+
+# JSON under /api/ for whatever no view answers (webapp/api/errors.py)
+handler400 = "webapp.api.errors.bad_request"
+handler403 = "webapp.api.errors.forbidden"
+handler404 = "webapp.api.errors.not_found"
+handler500 = "webapp.api.errors.server_error"

@@ -134,7 +134,9 @@ def run_stop(request, run_id):
 @csrf_exempt
 def run_notify(request, run_id):
     if request.method != "POST":
-        return error(405, "use POST")
+        resp = error(405, "use POST")
+        resp["Allow"] = "POST"
+        return resp
     if not live.signature_ok(int(run_id), request.headers.get(live.SIGNATURE_HEADER, "")):
         return error(403, "bad or missing agent signature")
     live.push(int(run_id))

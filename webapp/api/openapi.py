@@ -1,7 +1,14 @@
-"""The OpenAPI 3 description of the JSON API, served at /api/openapi.json."""
+"""The OpenAPI 3 description of the JSON API, served at /api/openapi.json.
+
+It covers every /api/ route of webapp/urls.py (tests/test_web_api.py checks that), the
+runner protocol included (openapi_jobs.py), and every answer a route can give; CI runs
+schemathesis against it (tests/test_schemathesis.py).
+"""
 from __future__ import annotations
 
 from webapp.agents import openapi as _agents_openapi
+
+from . import openapi_jobs
 
 
 def _ref(name):
@@ -13,12 +20,17 @@ def _json(schema, description="OK"):
 
 
 ERR = _ref("Error")
+SIZES = {"type": "object", "nullable": True,
+         "additionalProperties": {"type": "integer", "minimum": 1, "maximum": 1 << 24}}
 
 
 def _errors(*codes):
     reasons = {400: "bad input or an illegal action", 401: "bad credentials", 403: "not the owner / CSRF",
-               404: "unknown session or step", 409: "conflict (no runner online, step no longer replays)",
-               413: "too large", 415: "not JSON", 503: "benchmarking not available"}
+               404: "unknown session or step", 405: "method not allowed",
+               409: "conflict (no runner online, step no longer replays)",
+               413: "too large", 415: "not JSON", 429: "too many requests or jobs (see Retry-After)",
+               431: "request headers too large", 503: "benchmarking not available"}
+    codes = tuple(dict.fromkeys(codes + (429, 431)))          # the limits of webapp/api/limits.py
     return {str(c): _json(ERR, reasons[c]) for c in codes}
 
 
@@ -131,20 +143,28 @@ def describe(request=None) -> dict:
                                      "token": {"type": "string"}}}), **_errors(401)}}},
         "/api/runners": {"get": {"summary": "Registered runners with status and hardware (runners app)",
                                  "responses": {"200": _json({"type": "object"})}}},
-        "/api/jobs/{job}": {"get": {
-            "summary": "A job: state (queued, running, done, failed, lost) and result (runners app)",
-            "parameters": [{"name": "job", "in": "path", "required": True, "schema": {"type": "integer"}}],
-            "responses": {"200": _json({"type": "object"}), **_errors(404)}}},
+        "/api/openapi.json": {"get": {"summary": "This description",
+                                      "responses": {"200": _json({"type": "object"})}}},
+        **openapi_jobs.paths(_json, _errors, _ref),
         **_leaderboard_paths(),
         **_agents_openapi.paths(_json, _errors, SID),      # agent runs, dataset (issue 7, webapp/agents)
+        "/api/agents/{run}/notify": {"post": {
+            "summary": "(the agents worker, signed with X-Dojo-Agent-Signature) push a run's progress to its page",
+            "parameters": [{"name": "run", "in": "path", "required": True, "schema": {"type": "integer"}}],
+            "responses": {"204": {"description": "pushed"}, **_errors(403, 404, 405)}}},
     }
     schemas = {
         "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
-        "NewSession": {"type": "object", "properties": {
-            "kernel": {"type": "string", "example": "matmul"},
-            "source": {"type": "string", "description": "Dojo IR text (at most 64 KiB)"},
-            "sizes": {"type": "object", "additionalProperties": {"type": "integer"}},
-            "title": {"type": "string"}}},
+        "NewSession": {"oneOf": [
+            {"type": "object", "required": ["kernel"], "additionalProperties": False, "properties": {
+                "kernel": {"type": "string", "example": "matmul"},
+                "sizes": SIZES,
+                "title": {"type": "string"}}},
+            {"type": "object", "required": ["source"], "additionalProperties": False, "properties": {
+                "source": {"type": "string", "description": "Dojo IR text (at most 64 KiB)"},
+                "sizes": SIZES,
+                "title": {"type": "string"}}}]},
+        **openapi_jobs.schemas(),
         "Created": {"type": "object", "required": ["id", "url"], "properties": {
             "id": {"type": "string"}, "url": {"type": "string"},
             "owner_token": {"type": "string", "description": "anonymous sessions only: send it as "
@@ -177,6 +197,8 @@ def describe(request=None) -> dict:
         "paths": paths,
         "components": {"schemas": schemas, "securitySchemes": {
             "token": {"type": "apiKey", "in": "header", "name": "Authorization",
-                      "description": "'Token pdk_...' (user API token) or 'Token pdo_...' (owner token)"}}},
+                      "description": "'Token pdk_...' (user API token) or 'Token pdo_...' (owner token)"},
+            "runner": {"type": "http", "scheme": "bearer",
+                       "description": "a runner's secret (the runner protocol)"}}},
         "security": [{}, {"token": []}],
     }

@@ -29,7 +29,6 @@ import functools
 import json
 import logging
 
-from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
@@ -116,7 +115,12 @@ def api(*methods):
                 request.dojo_actor, request.dojo_by_token = actor, by_token
                 return view(request, *args, **kwargs)
             except Refusal as r:
-                return error(r.status, r.reason, **r.extra)
+                extra = dict(r.extra)
+                retry = extra.get("retry_after")
+                resp = error(r.status, r.reason, **extra)
+                if retry is not None:
+                    resp["Retry-After"] = str(int(retry))
+                return resp
         return inner
     return wrap
 
@@ -183,6 +187,10 @@ def sessions(request):
     unknown = set(data) - {"kernel", "source", "sizes", "title"}
     if unknown:
         raise Refusal(400, f"unknown field(s): {', '.join(sorted(unknown))} (known: kernel, source, sizes, title)")
+    if ("kernel" in data) == ("source" in data):
+        raise Refusal(400, "give exactly one of 'kernel' (a library kernel name) or 'source' (IR text)")
+    if not isinstance(data.get("title", ""), str):
+        raise Refusal(400, "title must be a string")
     session, token = services.create_session(_anon_key(request), kernel=data.get("kernel"),
                                              source=data.get("source"), sizes=data.get("sizes"),
                                              title=data.get("title") or "")
@@ -285,6 +293,8 @@ def benchmark(session, actor, index, runner, options=None) -> dict:
     texts = list(services.path_texts(steps, step.index))
     if not integration.available():
         raise Refusal(503, integration.NOT_AVAILABLE)
+    from .jobs import check_quota
+    check_quota(session_id=session.id)
     source = _library_source(session) or session.source
     try:
         return integration.submit(source, texts, session.sizes, runner or None,
@@ -372,5 +382,6 @@ def openapi(request):
     return JsonResponse(describe(request), json_dumps_params={"indent": 1})
 
 
+@csrf_exempt
 def not_found(request, rest=""):
     return error(404, f"no API endpoint {request.path!r}; see /api/openapi.json")

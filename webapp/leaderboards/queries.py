@@ -10,23 +10,56 @@ from a history.
 
 ``job_record`` turns a job into the records.py format, so that the library builder
 (dojo_core.library) works the same on the web app's measurements as on a local store.
+
+Only trusted results rank (``_trusted``): done, verified (outputs compared with the
+untransformed kernel by the runner), not a dry run, with the program hash the server
+computed at submission; a job that claims a history step counts only when its program
+hash is that step's (the sha256 of the step's canonical IR).  The kernel label itself
+was derived from the job's source at submission (webapp.runners.services.library_label).
 """
 from __future__ import annotations
 
 from functools import lru_cache
 
 from dojo_core.library.select import full_sizes, size_key
-from dojo_core.records import fingerprint_of_hardware, program_hash
+from dojo_core.records import fingerprint_of_hardware, program_hash, text_hash
 
 MAX_JOBS = 20000
 
 
 def _jobs(kernel=None):
     from webapp.runners.models import Job
-    qs = Job.objects.filter(state=Job.DONE).exclude(kernel="").select_related("runner")
+    qs = (Job.objects.filter(state=Job.DONE).exclude(kernel="").exclude(program_hash="")
+          .select_related("runner"))
     if kernel is not None:
         qs = qs.filter(kernel=kernel)
-    return qs.order_by("-id")[:MAX_JOBS]
+    return _trusted(list(qs.order_by("-id")[:MAX_JOBS]))
+
+
+def _step_hashes(jobs) -> dict:
+    """{(session id, step index): sha256 of that step's canonical IR} for the steps jobs claim."""
+    from webapp.histories.models import Step
+    wanted = {(j.session_id, j.step_index) for j in jobs
+              if j.session_id and isinstance(j.step_index, int)}
+    if not wanted:
+        return {}
+    sessions = {sid for sid, _ in wanted}
+    rows = Step.objects.filter(session_id__in=sessions).values_list("session_id", "index", "ir")
+    return {(sid, idx): text_hash(ir) for sid, idx, ir in rows if (sid, idx) in wanted}
+
+
+def _trusted(jobs) -> list:
+    """The jobs whose results may rank: see the module docstring."""
+    steps = _step_hashes(jobs)
+    out = []
+    for job in jobs:
+        if (job.options or {}).get("dry_run"):
+            continue
+        if job.session_id or job.step_index is not None:
+            if steps.get((job.session_id, job.step_index)) != job.program_hash:
+                continue
+        out.append(job)
+    return out
 
 
 def _hardware(job) -> dict:
@@ -66,7 +99,7 @@ def job_record(job, site: str = ""):
     runner = job.runner
     return {
         "kernel": job.kernel, "sizes": sizes, "source_hash": _source_hash(job.kernel, size_key(sizes)),
-        "steps": list(steps), "state_hash": None,
+        "steps": list(steps), "state_hash": job.program_hash or None,
         "median_s": float(med), "min_s": result.get("min_s"), "max_s": result.get("max_s"),
         "verified": True, "error": None, "fingerprint": fingerprint_of_hardware(hw),
         "runner": runner.name if runner else result.get("runner"), "hardware": hw,

@@ -26,7 +26,10 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def _error(status: int, reason: str) -> JsonResponse:
-    return JsonResponse({"error": reason}, status=status)
+    resp = JsonResponse({"error": reason}, status=status)
+    if status == 405:
+        resp["Allow"] = "GET"
+    return resp
 
 
 def _kernel_or_none(name: str):

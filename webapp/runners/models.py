@@ -42,6 +42,8 @@ class RegistrationToken(models.Model):
     uses_left = models.PositiveIntegerField(null=True, blank=True, help_text="empty: unlimited")
     revoked = models.BooleanField(default=False)
     last_used = models.DateTimeField(null=True, blank=True)
+    replaces = models.CharField(max_length=64, blank=True, default="",
+                                help_text="the one registered runner name this token may take over")
 
     class Meta:
         ordering = ["-created"]
@@ -54,10 +56,12 @@ class RegistrationToken(models.Model):
         return "pdt_" + secrets.token_urlsafe(24)
 
     @classmethod
-    def issue(cls, note: str = "", uses: int | None = 1, expires_in: timedelta | None = None):
-        """(token, raw text): the raw text is shown once and never stored."""
+    def issue(cls, note: str = "", uses: int | None = 1, expires_in: timedelta | None = None,
+              replaces: str = ""):
+        """(token, raw text): the raw text is shown once and never stored.  A token
+        registers new runner names only, except the one name it ``replaces``."""
         raw = cls.new_raw()
-        token = cls.objects.create(token_hash=digest(raw), note=note, uses_left=uses,
+        token = cls.objects.create(token_hash=digest(raw), note=note, uses_left=uses, replaces=replaces,
                                    expires_at=timezone.now() + expires_in if expires_in else None)
         return token, raw
 
@@ -105,7 +109,11 @@ class Runner(models.Model):
         return "busy" if self.current_job_id else "idle"
 
     def matches(self, wanted: str | None) -> bool:
-        return not wanted or wanted == self.name or wanted in (self.labels or [])
+        """By name or label; "any" (no wanted) never picks an emulated runner, which checks
+        correctness but gives no times (runners/hardware.py: emulated_fingerprint)."""
+        if not wanted:
+            return not (self.hardware or {}).get("emulated")
+        return wanted == self.name or wanted in (self.labels or [])
 
     def set_secret(self) -> str:
         raw = "pds_" + secrets.token_urlsafe(32)
@@ -142,6 +150,10 @@ class Job(models.Model):
     events = models.JSONField(default=list, blank=True)
     session_id = models.CharField(max_length=64, null=True, blank=True, db_index=True)
     step_index = models.IntegerField(null=True, blank=True)
+    submitter = models.CharField(max_length=80, blank=True, default="", db_index=True,
+                                 help_text="who submitted it: user:ID, owner:HASH; empty: the server")
+    program_hash = models.CharField(max_length=64, blank=True, default="",
+                                    help_text="sha256 of the canonical IR it measures (after its steps)")
 
     class Meta:
         ordering = ["-id"]

@@ -12,7 +12,13 @@ row whose state is checked again):
 4. a queued job that was never published (the broker was down), or that waits
    on an idle runner for DOJO_REDISPATCH_AFTER seconds (its message was lost),
    is published again (a duplicate is harmless: claims are atomic);
-5. a queued job that no runner took within DOJO_JOB_PENDING_TIMEOUT is lost.
+5. a queued job that no runner took within DOJO_JOB_PENDING_TIMEOUT is lost;
+6. an idle online runner (nothing running, nothing queued for it) takes over the oldest
+   queued job waiting behind a busy runner that it matches: a runner that rejoins or
+   comes up later shares the queue instead of watching the other run it all.
+
+Row locks are ``FOR UPDATE OF`` the job row alone (PostgreSQL refuses to lock the
+nullable side of the job's outer join to its runner).
 
 Run it with ``manage.py reap_jobs [--loop]``; the ASGI app also runs it every
 DOJO_REAPER_INTERVAL seconds in the web process (``webapp.runners.background``).
@@ -34,7 +40,7 @@ log = logging.getLogger(__name__)
 
 
 def _locked(job_id: int, state: str):
-    return (Job.objects.select_for_update().select_related("runner")
+    return (Job.objects.select_for_update(of=("self",)).select_related("runner")
             .filter(id=job_id, state=state).first())
 
 
@@ -42,7 +48,7 @@ def reap_once(now=None) -> dict:
     now = now or timezone.now()
     stale = now - offline_after()
     counts = {"requeued": 0, "lost": 0, "reassigned": 0, "assigned": 0, "redispatched": 0,
-              "expired": 0}
+              "expired": 0, "rebalanced": 0}
     dead = Q(runner__isnull=True) | Q(runner__enabled=False) | Q(runner__last_heartbeat__isnull=True) \
         | Q(runner__last_heartbeat__lt=stale)
 
@@ -112,6 +118,33 @@ def reap_once(now=None) -> dict:
                 job.save()
                 services._after_commit(job)
                 counts["expired"] += 1
+    counts["rebalanced"] = rebalance()
     if any(counts.values()):
         log.info("reaper: %s", counts)
     return counts
+
+
+def rebalance(limit: int = 50) -> int:
+    """Step 6 of reap_once: each idle runner takes one job queued behind a busy runner."""
+    moved = 0
+    active = set(Job.objects.filter(state__in=Job.ACTIVE, runner__isnull=False)
+                 .values_list("runner_id", flat=True))
+    idle = [r for r in services.online_runners() if r.current_job_id is None and r.id not in active]
+    if not idle:
+        return 0
+    waiting = list(Job.objects.filter(state=Job.QUEUED, runner__isnull=False,
+                                      runner__current_job_id__isnull=False)
+                   .order_by("id").values_list("id", flat=True)[:limit])
+    for runner in idle:
+        for job_id in waiting:
+            with transaction.atomic():
+                job = _locked(job_id, Job.QUEUED)
+                if job is None or job.runner_id == runner.id or not runner.matches(job.requested_runner):
+                    continue
+                if job.runner is None or job.runner.current_job_id is None:
+                    continue                        # its own runner is free to take it now
+                services.reassign(job, f"runner {runner.name} is idle", target=runner)
+            waiting.remove(job_id)
+            moved += 1
+            break
+    return moved

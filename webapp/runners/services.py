@@ -8,9 +8,12 @@ For the web app (the editor and the JSON API):
     runner_dict(runner) -> dict    one entry of GET /api/runners
     cancel(job) -> Job
 
-For the runner protocol (views.py maps these to HTTP): register, authenticate,
-heartbeat, claim, report, release, goodbye.  For the reaper: requeue_or_lose,
-reassign, dispatch.
+The runner protocol (register, authenticate, heartbeat, claim, report, release,
+goodbye) is in protocol.py, and reachable from here too.  For the reaper:
+requeue_or_lose, reassign, redispatch.
+
+Row locks are ``select_for_update(of=("self",))``: PostgreSQL refuses FOR UPDATE on
+the nullable side of the job's outer join to its runner.
 
 Every state change is made in a transaction on a locked row and, once
 committed, pushed as ``{"type": "job.update", "job": job_dict(job)}`` to the
@@ -22,8 +25,6 @@ online runner matches); protocol refusals raise Refused(status, reason).
 """
 from __future__ import annotations
 
-import hmac
-import json
 import logging
 import re
 
@@ -33,13 +34,15 @@ from django.db.models import Count
 from django.utils import timezone
 
 from . import dispatch, notify
-from .models import Job, RegistrationToken, Runner, digest, offline_after
+from .shapes import job_dict, runner_dict, runners_list  # noqa: F401 - public here too
+from .models import Job, Runner, offline_after
 
 log = logging.getLogger(__name__)
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,39}$")
-MAX_SOURCE = 256 * 1024
+MAX_SOURCE = 64 * 1024          # bytes of UTF-8, as for a session's source
+VALIDATE_BUDGET_S = 4.0         # checking and replaying one job's program
 MAX_STEPS = 2000
 MAX_JSON = 64 * 1024
 RESULT_FIELDS = ("median_s", "min_s", "max_s", "gflops", "verified", "compiler", "flags",
@@ -58,65 +61,8 @@ class Refused(Exception):
         self.status, self.reason = status, reason
 
 
-def _iso(dt):
-    return dt.isoformat(timespec="milliseconds") if dt else None
-
-
 def _setting(name, default):
     return getattr(settings, name, default)
-
-
-# =========================================================================== JSON views of models
-
-def job_dict(job: Job) -> dict:
-    result = job.result
-    return {
-        "id": job.id,
-        "url": f"/api/jobs/{job.id}",
-        "state": job.state,
-        "final": job.final,
-        "kernel": job.kernel or None,
-        "sizes": job.sizes or {},
-        "steps": list(job.steps or []),
-        "options": job.options or {},
-        "runner": job.runner.name if job.runner_id and job.runner else None,
-        "requested_runner": job.requested_runner,
-        "attempts": job.attempts,
-        "max_attempts": job.max_attempts,
-        "created": _iso(job.created),
-        "started": _iso(job.started),
-        "finished": _iso(job.finished),
-        "heartbeat": _iso(job.heartbeat),
-        "result": result,
-        "error": (result or {}).get("error") if isinstance(result, dict) else None,
-        "session_id": job.session_id,
-        "step_index": job.step_index,
-    }
-
-
-def runner_dict(runner: Runner, depth: dict | None = None) -> dict:
-    d = {
-        "name": runner.name,
-        "status": runner.status,
-        "online": runner.online,
-        "labels": list(runner.labels or []),
-        "hardware": runner.hardware or {},
-        "sandbox": runner.sandbox or {},
-        "queue": runner.queue,
-        "last_heartbeat": _iso(runner.last_heartbeat),
-        "registered": _iso(runner.registered),
-        "current_job": runner.current_job_id,
-    }
-    if depth is not None:
-        d["queue_depth"] = depth.get(runner.id, 0)
-    return d
-
-
-def runners_list() -> list[dict]:
-    runners = list(Runner.objects.all())
-    depth = dict(Job.objects.filter(state=Job.QUEUED, runner__isnull=False)
-                 .values_list("runner").annotate(n=Count("id")).values_list("runner", "n"))
-    return [runner_dict(r, depth) for r in runners]
 
 
 # =========================================================================== notifications, dispatch
@@ -190,12 +136,13 @@ def _clean_sizes(sizes) -> dict:
         return {}
     if not isinstance(sizes, dict):
         raise ValueError("sizes must be an object {NAME: positive integer}")
+    from dojo_core.checker import MAX_SIZE          # the sessions' rule too
     out = {}
     for name, value in sizes.items():
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"size name {name!r} is not a name")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value > 1 << 24:
-            raise ValueError(f"size {name} must be a positive integer, not {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value > MAX_SIZE:
+            raise ValueError(f"size {name} must be a positive integer at most {MAX_SIZE}, not {value!r}")
         out[name] = value
     return out
 
@@ -230,14 +177,25 @@ def _clean_options(options) -> dict:
     return out
 
 
-def library_work(name: str, canonical: str, sizes: dict) -> dict:
-    """{"flops", "bytes"} when the kernel is the library's kernel ``name`` unchanged."""
+def library_label(name: str, canonical: str) -> str:
+    """``name`` when ``canonical`` is the library kernel ``name``'s own canonical text, else
+    "": a job's kernel label comes from its source, never from what a request claims."""
     from dojo_core import kernels
     from dojo_core.parser import parse
     from dojo_core.printer import print_program
     try:
         lib = print_program(parse(kernels.kernel_path(name).read_text(), f"{name}.dojo"))
-        if lib != canonical:
+    except Exception:                                            # noqa: BLE001 - not a library kernel
+        return ""
+    return name if lib == canonical else ""
+
+
+def library_work(name: str, canonical: str, sizes: dict) -> dict:
+    """{"flops", "bytes"} when the kernel is the library's kernel ``name`` unchanged."""
+    from dojo_core import kernels
+    from dojo_core.parser import parse
+    try:
+        if not library_label(name, canonical):
             return {}
         entry = kernels.info(name)
         program = parse(canonical, "<source>").with_sizes(sizes) if sizes else parse(canonical, "<source>")
@@ -249,40 +207,69 @@ def library_work(name: str, canonical: str, sizes: dict) -> dict:
         return {}
 
 
-def validate(source: str, steps, sizes) -> tuple[str, str, list, dict]:
-    """(canonical source, kernel name, steps, sizes), or ValueError with the reason: the
-    source must parse and check at the sizes, and every step must apply in turn."""
-    from dojo_core.errors import DojoError
+def validate(source: str, steps, sizes) -> tuple[str, str, list, dict, str]:
+    """(canonical source, kernel name, steps, sizes, program hash), or ValueError with the
+    reason: the source must parse and check at the sizes, and every step must apply in
+    turn.  The hash is ``dojo_core.records.program_hash`` of the program the job measures
+    (after its steps), the same as a history step's stored IR at those sizes."""
+    from dojo_core.errors import CheckErrors, DojoError
     from dojo_core.parser import parse
     from dojo_core.printer import print_program
-    from dojo_core.source import load_source
+    from dojo_core.records import program_hash
     from dojo_core.steps import replay
 
+    import time
+
+    from dojo_core.checker import check
+    from dojo_core.source import parse_sizes
+
+    deadline = time.monotonic() + VALIDATE_BUDGET_S
     if not isinstance(source, str) or not source.strip():
         raise ValueError("source: empty kernel")
-    if len(source) > MAX_SOURCE:
-        raise ValueError(f"source: too large ({len(source)} characters, limit {MAX_SOURCE})")
+    size = len(source.encode("utf-8", "replace"))
+    if size > MAX_SOURCE:
+        raise ValueError(f"source: too large ({size} bytes, limit {MAX_SOURCE})")
     steps = _clean_steps(steps)
     sizes = _clean_sizes(sizes)
     try:
-        canonical = print_program(parse(source, "<source>"))
-        program = load_source(canonical, "<source>", sizes)
-        replay(program, steps, "<steps>")
+        program = parse(source, "<source>")
+        canonical = print_program(program)
+        program = parse_sizes(program, sizes, "<source>")
+        errors = check(program, "<source>", budget_s=max(0.1, deadline - time.monotonic()))
+        if errors:
+            raise DojoError(errors[0].message, errors[0].line, errors[0].col, "<source>") \
+                if len(errors) == 1 else CheckErrors(errors)
+        final = program
+        for n, text in enumerate(steps, start=1):
+            if time.monotonic() > deadline:
+                raise DojoError(f"replaying the steps takes longer than the budget "
+                                f"({VALIDATE_BUDGET_S:g} s)", n, 1, "<steps>")
+            final = replay(final, [(n, text)], "<steps>")
     except DojoError as exc:
         raise ValueError(str(exc)) from None
     except RecursionError:
         raise ValueError("source: nested too deeply") from None
-    return canonical, program.name, steps, sizes
+    return canonical, program.name, steps, sizes, program_hash(final)
+
 
 
 def submit_benchmark(source: str, steps=None, sizes=None, runner: str | None = None,
                      kernel: str | None = None, session_id=None, step_index=None,
-                     options=None, max_attempts: int | None = None) -> Job:
+                     options=None, max_attempts: int | None = None, submitter: str = "",
+                     expect_hash: str | None = None) -> Job:
     """Validate and queue a benchmark of ``source`` after ``steps`` at ``sizes`` on an
     online runner whose name or label is ``runner`` (None: any online runner).  The job's
-    ``created`` is the time of the call, before validation."""
+    ``created`` is the time of the call, before validation.  Its kernel label is
+    ``library_label`` of the source (``kernel`` is accepted for compatibility and never
+    used as the label); ``submitter`` ("user:ID", "owner:HASH"; "" for the server itself)
+    is who may cancel it.  Callers that attach it to a session (``session_id``,
+    ``step_index``) have checked that the submitter owns that session; with
+    ``expect_hash`` (that step's program hash) a job measuring another program is refused."""
     created = timezone.now()
-    canonical, name, steps, sizes = validate(source, steps, sizes)
+    canonical, name, steps, sizes, phash = validate(source, steps, sizes)
+    if expect_hash is not None and phash != expect_hash:
+        raise ValueError(f"the job's program (source, sizes and steps) is not the program of step "
+                         f"{step_index} of session {session_id}")
     options = _clean_options(options)
     if runner is not None and (not isinstance(runner, str) or not runner.strip()):
         raise ValueError("runner must be a runner name or label")
@@ -299,11 +286,11 @@ def submit_benchmark(source: str, steps=None, sizes=None, runner: str | None = N
                 raise NoRunner("no runner is online")
             raise NoRunner(f"no online runner matches {runner!r} ("
                            + (f"online: {', '.join(online)})" if online else "no runner is online)"))
-        job = Job(source=canonical, steps=steps, sizes=sizes, kernel=(kernel or name)[:100],
+        job = Job(source=canonical, steps=steps, sizes=sizes, kernel=library_label(name, canonical)[:100],
                   options=options, work=library_work(name, canonical, sizes), runner=target, requested_runner=runner,
                   max_attempts=max_attempts or int(_setting("DOJO_JOB_MAX_ATTEMPTS", 3)),
                   session_id=session_id, step_index=step_index, created=created,
-                  dispatched=timezone.now())
+                  dispatched=timezone.now(), submitter=str(submitter or "")[:80], program_hash=phash)
         job.log("queued", runner=target.name)
         job.save()
         _after_commit(job, send=True)
@@ -314,7 +301,7 @@ def cancel(job: Job) -> Job:
     """Cancel a queued or running job (a running one is killed on the runner's next
     heartbeat); a finished job is returned unchanged."""
     with transaction.atomic():
-        job = Job.objects.select_for_update().select_related("runner").get(id=job.id)
+        job = Job.objects.select_for_update(of=("self",)).select_related("runner").get(id=job.id)
         if job.state in Job.ACTIVE:
             job.state = Job.CANCELLED
             job.finished = timezone.now()
@@ -354,10 +341,12 @@ def requeue_or_lose(job: Job, reason: str) -> Job:
     return job
 
 
-def reassign(job: Job, reason: str) -> Job:
-    """A queued job whose runner went away: give it to another matching online runner (or
-    none yet). Attempts are not counted: the job never started."""
-    target = pick_runner(job.requested_runner)
+def reassign(job: Job, reason: str, target: Runner | None = None) -> Job:
+    """A queued job whose runner went away (or, with ``target``, that an idle runner takes
+    over): give it to ``target`` or another matching online runner (or none yet).  Attempts
+    are not counted: the job never started.  Its old message, if it still arrives, is
+    refused at the claim (the job is no longer that runner's)."""
+    target = target if target is not None else pick_runner(job.requested_runner)
     if (target.id if target is not None else None) == job.runner_id:
         return job                               # no change (e.g. still no runner)
     old = job.runner.name if job.runner_id else None
@@ -376,258 +365,18 @@ def redispatch(job: Job, reason: str) -> None:
     _after_commit(job, send=True)
 
 
-# =========================================================================== the runner protocol
-
-def register(token: str, name, labels, hardware, sandbox_info) -> dict:
-    if not isinstance(token, str) or not token:
-        raise Refused(400, "token: a registration token is required")
-    if name is not None and (not isinstance(name, str) or not NAME_RE.match(name)):
-        raise Refused(400, "name: 1-64 letters, digits, '_', '.', '-' (starting with a letter or digit)")
-    if not isinstance(labels, list) or not all(isinstance(l, str) and LABEL_RE.match(l) for l in labels):
-        raise Refused(400, "labels: a list of short names (letters, digits, '_.:+-')")
-    if not isinstance(hardware, dict) or len(json.dumps(hardware)) > MAX_JSON:
-        raise Refused(400, "hardware: an object of at most 64 KiB")
-    if sandbox_info is not None and not isinstance(sandbox_info, dict):
-        raise Refused(400, "sandbox: an object")
-    from runners.celery_app import queue_for
-    from runners.hardware import default_labels
-
-    now = timezone.now()
-    with transaction.atomic():
-        tok = RegistrationToken.objects.select_for_update().filter(token_hash=digest(token)).first()
-        bootstrap = _setting("DOJO_RUNNER_BOOTSTRAP_TOKEN", None)
-        if tok is None and bootstrap and hmac.compare_digest(token.encode(), bootstrap.encode()):
-            pass                                  # the deployment's shared token (compose.yaml)
-        elif tok is None:
-            raise Refused(403, "unknown registration token")
-        else:
-            ok, why = tok.usable(now)
-            if not ok:
-                raise Refused(403, why)
-        if not name:
-            host = re.sub(r"[^A-Za-z0-9_.-]", "-", str((hardware.get("host") or "runner")))[:40]
-            name = f"{host}-{Runner.objects.count() + 1}"
-            while Runner.objects.filter(name=name).exists():
-                name += "x"
-        all_labels = list(dict.fromkeys(labels + default_labels(hardware)))[:32]
-        runner = Runner.objects.select_for_update().filter(name=name).first()
-        if runner is None:
-            runner = Runner(name=name, queue=queue_for(name))
-        elif not runner.enabled:
-            raise Refused(403, f"runner {name} is disabled")
-        secret = runner.set_secret()
-        runner.labels, runner.hardware, runner.sandbox = all_labels, hardware, sandbox_info or {}
-        runner.last_heartbeat, runner.current_job_id, runner.token = now, None, tok
-        runner.save()
-        if tok is not None:
-            if tok.uses_left is not None:
-                tok.uses_left -= 1
-            tok.last_used = now
-            tok.save()
-        # a new incarnation: what the old one was running is lost with it; what was
-        # queued for it is sent again (the old messages may be gone with the broker)
-        queued = list(Job.objects.select_for_update().filter(runner=runner, state=Job.QUEUED))
-        for job in Job.objects.select_for_update().filter(runner=runner, state=Job.RUNNING):
-            requeue_or_lose(job, f"runner {name} restarted")
-        for job in queued:
-            redispatch(job, f"runner {name} registered again")
-    broker = getattr(settings, "DOJO_RUNNER_BROKER_URL", None) or settings.DOJO_BROKER_URL
-    return {"name": runner.name, "secret": secret, "queue": runner.queue, "broker_url": broker,
-            "broker_options": settings.DOJO_BROKER_OPTIONS,
-            "heartbeat_s": float(_setting("DOJO_RUNNER_HEARTBEAT", 3)),
-            "offline_after_s": offline_after().total_seconds(), "labels": all_labels}
-
-
-def authenticate(header: str | None) -> Runner:
-    if not header:
-        raise Refused(401, "missing Authorization: Bearer <runner secret>")
-    scheme, _, secret = header.partition(" ")
-    if scheme.lower() != "bearer" or not secret.strip():
-        raise Refused(401, "Authorization must be 'Bearer <runner secret>'")
-    runner = Runner.objects.filter(secret_hash=digest(secret.strip())).first()
-    if runner is None:
-        raise Refused(403, "unknown runner secret")
-    if not runner.enabled:
-        raise Refused(403, f"runner {runner.name} is disabled")
-    return runner
-
-
-def _job_id(value) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise Refused(400, "current_job must be a job id or null")
-    return value
-
-
-def heartbeat(runner: Runner, current_job=None) -> dict:
-    current_job = _job_id(current_job)
-    now = timezone.now()
-    cancel_ids = []
-    if current_job is not None and Job.objects.filter(
-            id=current_job, state__in=(Job.DONE, Job.FAILED, Job.LOST, Job.CANCELLED)).exists():
-        # a heartbeat sent before the job's result was stored must not mark the runner busy
-        # again after the result freed it
-        busy_with = None
-    else:
-        busy_with = current_job
-    Runner.objects.filter(id=runner.id).update(last_heartbeat=now, current_job_id=busy_with)
-    if current_job is not None:
-        updated = Job.objects.filter(id=current_job, runner=runner, state=Job.RUNNING).update(heartbeat=now)
-        if not updated:
-            job = Job.objects.filter(id=current_job).only("state", "runner").first()
-            if job is None or job.state == Job.CANCELLED or job.runner_id != runner.id:
-                cancel_ids.append(current_job)
-    return {"ok": True, "cancel": cancel_ids, "server_time": _iso(now)}
-
-
 def job_spec(job: Job) -> dict:
     return {"id": job.id, "source": job.source, "steps": list(job.steps or []),
             "sizes": job.sizes or {}, "kernel": job.kernel, "options": job.options or {},
             "attempts": job.attempts, "max_attempts": job.max_attempts}
 
 
-def _check_ticket(job: Job, attempt: int) -> None:
-    """The ticket's attempt must be the one the job is at: the next one of a queued job,
-    or the current one of a running job (its message came back after a worker restart)."""
-    expected = job.attempts + 1 if job.state == Job.QUEUED else job.attempts
-    if attempt != expected or attempt > job.max_attempts:
-        raise Refused(409, f"job {job.id} is {job.state} at attempt {job.attempts}; "
-                           f"the ticket for attempt {attempt} is stale")
+_PROTOCOL = ("register", "authenticate", "heartbeat", "claim", "report", "release", "goodbye")
 
 
-def _positive(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise Refused(400, f"{what} must be a positive integer")
-    return value
-
-
-def claim(runner: Runner, job_id: int, attempt=None) -> dict:
-    """The runner takes the job: queued (or running, redelivered) -> running, attempts + 1.
-    With ``attempt`` (its ticket's, runners.tickets), refused unless the job is at that
-    attempt (``_check_ticket``).  Refused when the job is another runner's or final."""
-    if attempt is not None:
-        attempt = _positive(attempt, "attempt (the ticket's)")
-    now = timezone.now()
-    with transaction.atomic():
-        job = Job.objects.select_for_update().filter(id=job_id).first()
-        if job is None:
-            raise Refused(404, f"no job {job_id}")
-        if job.runner_id != runner.id:
-            raise Refused(409, f"job {job_id} is not assigned to runner {runner.name}")
-        if job.state not in Job.ACTIVE:
-            raise Refused(409, f"job {job_id} is {job.state}")
-        if attempt is not None:
-            _check_ticket(job, attempt)
-        if job.state == Job.RUNNING:
-            job.log("restarted", runner=runner.name)       # redelivered after a worker restart
-        if job.attempts >= job.max_attempts:
-            requeue_or_lose(job, "no attempts left")
-            raise Refused(409, f"job {job_id} is lost (no attempts left)")
-        job.attempts += 1
-        job.state = Job.RUNNING
-        job.started = job.heartbeat = now
-        job.log("running", runner=runner.name, attempt=job.attempts)
-        job.save()
-        Runner.objects.filter(id=runner.id).update(current_job_id=job.id, last_heartbeat=now)
-        job.runner = runner
-        _after_commit(job)
-    return {"job": job_spec(job), "attempt": job.attempts}
-
-
-def _clean_result(result) -> dict:
-    if not isinstance(result, dict):
-        raise Refused(400, "result must be an object")
-    if len(json.dumps(result)) > MAX_JSON:
-        raise Refused(400, "result: larger than 64 KiB")
-    out = {k: result.get(k) for k in RESULT_FIELDS}
-    for k, v in result.items():
-        if k not in out:
-            out[k] = v
-    if out.get("error") is not None:
-        out["error"] = str(out["error"])[:2000]
-    return out
-
-
-def report(runner: Runner, job_id: int, attempt, state, result, claim: bool = False) -> dict:
-    """Store a runner's result, once: a repeat of the same attempt's result is a no-op.
-
-    ``claim``: the job ended before its runner claimed it (runners claim a job that runs
-    long enough in the background, ``runners.execute``); the result then carries the
-    claim of its ticket's attempt, made in the same transaction under the same checks."""
-    if not isinstance(claim, bool):
-        raise Refused(400, "claim must be true or false")
-    if state not in (Job.DONE, Job.FAILED, Job.CANCELLED):
-        raise Refused(400, "state must be 'done', 'failed' or 'cancelled'")
-    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
-        raise Refused(400, "attempt must be a positive integer (the one claim returned)")
-    clean = _clean_result(result)
-    with transaction.atomic():
-        job = Job.objects.select_for_update().filter(id=job_id).first()
-        if job is None:
-            raise Refused(404, f"no job {job_id}")
-        if job.runner_id != runner.id:
-            raise Refused(403, f"job {job_id} is not assigned to runner {runner.name}")
-        if job.state == Job.CANCELLED:
-            return {"status": "ignored", "reason": "the job was cancelled", "job": job_dict(job)}
-        if job.final:
-            stored = (job.result or {}).get("attempt")
-            if stored == attempt:
-                return {"status": "duplicate", "job": job_dict(job)}
-            raise Refused(409, f"job {job_id} already finished ({job.state}) with attempt {stored}")
-        now = timezone.now()
-        if claim and job.state == Job.QUEUED:
-            _check_ticket(job, attempt)
-            job.attempts, job.state, job.started, job.heartbeat = attempt, Job.RUNNING, now, now
-            job.log("running", runner=runner.name, attempt=attempt, claimed="with its result")
-        if job.state != Job.RUNNING or attempt != job.attempts:
-            raise Refused(409, f"job {job_id} is {job.state} at attempt {job.attempts}; "
-                               f"attempt {attempt} is stale")
-        if state == Job.CANCELLED:             # the runner killed it on a stale cancel request
-            state, clean["error"] = Job.FAILED, clean.get("error") or "cancelled by the runner"
-        if state == Job.DONE and clean.get("verified") is False:
-            state = Job.FAILED
-            clean["error"] = clean.get("error") or "outputs differ from the untransformed kernel"
-        work, med = job.work or {}, clean.get("median_s")
-        if isinstance(med, (int, float)) and med > 0:
-            if clean.get("gflops") is None and work.get("flops"):
-                clean["gflops"] = work["flops"] / med / 1e9
-            if clean.get("gbytes_per_s") is None and work.get("bytes"):
-                clean["gbytes_per_s"] = work["bytes"] / med / 1e9
-        clean.update(attempt=attempt, runner=runner.name, hardware=runner.hardware or {})
-        job.state, job.result, job.finished = state, clean, now
-        job.log(state, runner=runner.name, attempt=attempt)
-        job.save()
-        Runner.objects.filter(id=runner.id, current_job_id=job.id).update(current_job_id=None)
-        job.runner = runner
-        _after_commit(job)
-    return {"status": "stored", "job": job_dict(job)}
-
-
-def release(runner: Runner, job_id: int, reason) -> dict:
-    """The runner hands a job back (its worker died, or it is shutting down)."""
-    reason = str(reason or "handed back")[:300]
-    with transaction.atomic():
-        job = Job.objects.select_for_update().select_related("runner").filter(id=job_id).first()
-        if job is None:
-            raise Refused(404, f"no job {job_id}")
-        if job.runner_id != runner.id:
-            raise Refused(403, f"job {job_id} is not assigned to runner {runner.name}")
-        if job.state != Job.RUNNING:
-            return {"status": "ignored", "job": job_dict(job)}
-        Runner.objects.filter(id=runner.id, current_job_id=job.id).update(current_job_id=None)
-        requeue_or_lose(job, f"runner {runner.name}: {reason}")
-    return {"status": "requeued" if job.state == Job.QUEUED else job.state, "job": job_dict(job)}
-
-
-def goodbye(runner: Runner) -> dict:
-    """A runner stopping cleanly: offline at once, its jobs go to others."""
-    with transaction.atomic():
-        Runner.objects.filter(id=runner.id).update(last_heartbeat=None, current_job_id=None)
-        for job in Job.objects.select_for_update().select_related("runner").filter(
-                runner=runner, state__in=Job.ACTIVE):
-            if job.state == Job.RUNNING:
-                requeue_or_lose(job, f"runner {runner.name} stopped")
-            else:
-                reassign(job, f"runner {runner.name} stopped")
-    return {"ok": True}
+def __getattr__(name):
+    """The runner protocol's functions live in protocol.py; they stay reachable here."""
+    if name in _PROTOCOL:
+        from . import protocol
+        return getattr(protocol, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,5 @@ urlpatterns = [
     re_path(r"^api/runners/jobs/(?P<job_id>[0-9]{1,30})/claim/?$", views.claim, name="runner-claim"),
     re_path(r"^api/runners/jobs/(?P<job_id>[0-9]{1,30})/result/?$", views.result, name="runner-result"),
     re_path(r"^api/runners/jobs/(?P<job_id>[0-9]{1,30})/release/?$", views.release, name="runner-release"),
-    re_path(r"^api/jobs/?$", views.job_submit, name="api-jobs"),
     re_path(r"^api/jobs/(?P<job_id>[0-9]{1,30})/?$", views.job_detail, name="api-job"),
-    re_path(r"^api/jobs/(?P<job_id>[0-9]{1,30})/cancel/?$", views.job_cancel, name="api-job-cancel"),
 ]

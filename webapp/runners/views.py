@@ -3,12 +3,12 @@
 Public (DESIGN.md section 9):
     GET  /api/runners                 {"runners": [runner, ...]} with status and hardware
     GET  /api/jobs/ID                 job_dict: state and result
-    POST /api/jobs                    {"source", "steps", "sizes", "runner", "kernel",
-                                       "session_id", "step_index", "options"} -> 201 {"job": ID, ...}
-    POST /api/jobs/ID/cancel          the job after the cancel
+    (POST /api/jobs and POST /api/jobs/ID/cancel, which need the submitter's credentials,
+    are webapp.api's: webapp/api/job_views.py)
 
 Runner protocol (Authorization: Bearer <runner secret>, except register):
-    POST /api/runners/register        {"token", "name", "labels", "hardware", "sandbox"}
+    POST /api/runners/register        {"token", "name", "labels", "hardware", "sandbox",
+                                       "secret": the current one when registering a name again}
     POST /api/runners/heartbeat       {"current_job": ID or null} -> {"cancel": [ID, ...]}
     POST /api/runners/jobs/ID/claim   {"attempt": N or absent: the ticket's} -> {"job": spec, "attempt": N}
     POST /api/runners/jobs/ID/result  {"attempt", "state", "result", "claim": false}
@@ -29,7 +29,7 @@ import logging
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from . import services
+from . import protocol, services
 from .models import Job
 from .services import Refused
 
@@ -82,7 +82,7 @@ def api(*methods):
 
 
 def runner_of(request):
-    return services.authenticate(request.headers.get("Authorization"))
+    return protocol.authenticate(request.headers.get("Authorization"))
 
 
 # ----------------------------------------------------------------------------- public
@@ -104,73 +104,42 @@ def job_detail(request, job_id):
     return JsonResponse(services.job_dict(_job(job_id)))
 
 
-@api("POST")
-def job_submit(request):
-    data = body(request)
-    unknown = set(data) - {"source", "steps", "sizes", "runner", "kernel", "session_id",
-                           "step_index", "options"}
-    if unknown:
-        raise Refused(400, f"unknown field(s): {', '.join(sorted(unknown))}")
-    kernel = data.get("kernel")
-    source = data.get("source")
-    if source is None and isinstance(kernel, str):
-        from dojo_core import kernels
-        try:
-            source = kernels.kernel_path(kernel).read_text()
-        except (KeyError, OSError, ValueError):
-            raise Refused(400, f"unknown library kernel {kernel!r}") from None
-    if kernel is not None and not isinstance(kernel, str):
-        raise Refused(400, "kernel must be a name")
-    if not isinstance(source, str):
-        raise Refused(400, "source: the kernel's IR text is required (or a library kernel name)")
-    job = services.submit_benchmark(source, data.get("steps"), data.get("sizes"),
-                                    runner=data.get("runner"), kernel=kernel,
-                                    session_id=data.get("session_id"),
-                                    step_index=data.get("step_index"), options=data.get("options"))
-    return JsonResponse({"job": job.id, **services.job_dict(job)}, status=201)
-
-
-@api("POST")
-def job_cancel(request, job_id):
-    return JsonResponse(services.job_dict(services.cancel(_job(job_id))))
-
-
 # ----------------------------------------------------------------------------- runner protocol
 
 @api("POST")
 def register(request):
     data = body(request)
-    answer = services.register(data.get("token"), data.get("name"), data.get("labels", []),
-                               data.get("hardware", {}), data.get("sandbox"))
+    answer = protocol.register(data.get("token"), data.get("name"), data.get("labels", []),
+                               data.get("hardware", {}), data.get("sandbox"), data.get("secret"))
     return JsonResponse(answer, status=201)
 
 
 @api("POST")
 def heartbeat(request):
     runner = runner_of(request)
-    return JsonResponse(services.heartbeat(runner, body(request).get("current_job")))
+    return JsonResponse(protocol.heartbeat(runner, body(request).get("current_job")))
 
 
 @api("POST")
 def claim(request, job_id):
     runner = runner_of(request)
-    return JsonResponse(services.claim(runner, job_id, body(request).get("attempt")))
+    return JsonResponse(protocol.claim(runner, job_id, body(request).get("attempt")))
 
 
 @api("POST")
 def result(request, job_id):
     runner = runner_of(request)
     data = body(request)
-    return JsonResponse(services.report(runner, job_id, data.get("attempt"), data.get("state"),
+    return JsonResponse(protocol.report(runner, job_id, data.get("attempt"), data.get("state"),
                                         data.get("result"), data.get("claim", False)))
 
 
 @api("POST")
 def release(request, job_id):
     runner = runner_of(request)
-    return JsonResponse(services.release(runner, job_id, body(request).get("reason")))
+    return JsonResponse(protocol.release(runner, job_id, body(request).get("reason")))
 
 
 @api("POST")
 def bye(request):
-    return JsonResponse(services.goodbye(runner_of(request)))
+    return JsonResponse(protocol.goodbye(runner_of(request)))
