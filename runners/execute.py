@@ -11,9 +11,14 @@ and nothing is reported, which makes duplicate deliveries harmless.
 
 The benchmark is ``python -m dojo_core bench kernel.dojo --steps job.steps ...``
 in a fresh temporary directory under the sandbox (``runners.sandbox``); its JSON
-line becomes the result.  ``interpret(outcome)`` maps every way it can end
-(success, outputs that differ, a refusal, a crash by signal, the wall timeout,
-a cancel, a sandbox failure) to ``(state, result)`` with a one-line ``error``.
+line becomes the result.  An emulated runner (``cfg["emulate"]``: a foreign target)
+runs ``python -m runners.emulated kernel.dojo --isa TARGET ...`` instead: a
+correctness check under qemu-user whose result has ``emulated``, ``emulator`` and
+``verdict`` ("correct on arm-sve (emulated)") and never a time.
+``interpret(outcome)`` maps every way it can end (success, outputs that differ,
+a refusal, a crash by signal, the wall timeout, a cancel, a sandbox failure) to
+``(state, result)`` with a one-line ``error``; an emulated check whose outputs
+differ fails with an error that starts with its verdict ("incorrect on ...").
 """
 from __future__ import annotations
 
@@ -34,7 +39,7 @@ log = logging.getLogger("runners.execute")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULT_KEYS = ("median_s", "min_s", "max_s", "reps", "gflops", "gbytes_per_s", "verified",
                "verified_against", "max_error", "target", "compiler", "flags", "threads",
-               "compile_s")
+               "compile_s", "emulated", "emulator", "verdict")
 
 
 # --------------------------------------------------------------------------- state files
@@ -102,6 +107,21 @@ def bench_command(spec: dict, python: str | None = None) -> list:
     return cmd
 
 
+def emulated_command(spec: dict, target: str, python: str | None = None) -> list:
+    """The command of an emulated runner's job: a correctness check (runners.emulated)."""
+    opts = spec.get("options") or {}
+    cmd = [python or sys.executable, "-m", "runners.emulated", "kernel.dojo", "--isa", target]
+    if spec.get("steps"):
+        cmd += ["--steps", "job.steps"]
+    cmd += ["--timeout", str(max(1.0, float(opts.get("timeout_s", 300)) - 5))]
+    if opts.get("threads"):
+        cmd += ["--threads", str(int(opts["threads"]))]
+    sizes = spec.get("sizes") or {}
+    if sizes:
+        cmd += ["--size", *(f"{k}={int(v)}" for k, v in sizes.items())]
+    return cmd
+
+
 def _last_json(text: str):
     for line in reversed(text.strip().splitlines()):
         line = line.strip()
@@ -147,9 +167,12 @@ def interpret(outcome: sandbox.Outcome, limits: sandbox.Limits) -> tuple[str, di
         detail = _reason(outcome.stderr)
         return "failed", {**result, "error": f"crashed with {outcome.signal}"
                           + (f": {why}" if why else "") + (f" ({detail})" if detail else "")}
+    wrong = "outputs differ from the untransformed kernel"
+    if result.get("emulated") and result.get("verdict"):
+        wrong = f"{result['verdict']}: {wrong}"
     if outcome.returncode == 0 and data is not None:
         if result.get("verified") is False:
-            return "failed", {**result, "error": "outputs differ from the untransformed kernel"}
+            return "failed", {**result, "error": wrong}
         return "done", {**result, "error": None}
     detail = _reason(outcome.stderr) or f"exit code {outcome.returncode}"
     if "MemoryError" in outcome.stderr or "Cannot allocate memory" in outcome.stderr:
@@ -157,7 +180,7 @@ def interpret(outcome: sandbox.Outcome, limits: sandbox.Limits) -> tuple[str, di
     elif "File too large" in outcome.stderr:
         detail += f" (file size limit {limits.file_size} bytes)"
     if data is not None and data.get("verified") is False:
-        detail = "outputs differ from the untransformed kernel: " + detail
+        detail = detail if result.get("emulated") else f"{wrong}: {detail}"
     return "failed", {**result, "error": detail}
 
 
@@ -190,7 +213,9 @@ def run_spec(spec: dict, cfg: dict, should_cancel=None, on_start=None) -> tuple[
                 f.write("\n".join(spec["steps"]) + "\n")
         env = sandbox.scrubbed_env(tmp, {"PYTHONPATH": ROOT, "DOJO_CACHE_DIR": os.path.join(tmp, ".cache")})
         limits = limits_for(spec, cfg)
-        outcome = sandbox.run(bench_command(spec, cfg.get("python")), workdir=tmp, limits=limits,
+        command = (emulated_command(spec, cfg["emulate"], cfg.get("python")) if cfg.get("emulate")
+                   else bench_command(spec, cfg.get("python")))
+        outcome = sandbox.run(command, workdir=tmp, limits=limits,
                               env=env, network=cfg.get("network_mode"),
                               should_cancel=should_cancel, on_start=on_start)
         return interpret(outcome, limits)

@@ -5,6 +5,14 @@
 {name: version line}, "gpus": [{"name", "memory_mib", "driver", "compute_cap"}],
 "python", "host"}.  Everything is best effort: a missing tool reads as absent, never an
 error.  ``gpus`` comes from ``nvidia-smi`` and is [] where there is none.
+
+``emulated_fingerprint(target)`` is the hardware of an emulated runner (``python -m runners
+--emulate TARGET``): the target's ISA (``cpu.arch``, ``cpu.flags``, a model naming the target
+and the emulator), the cross compiler, and ``"emulated": {"target", "emulator", "compiler",
+"host"}``, the machine that really runs it.  Its fingerprint therefore differs from the host's
+and from any real machine of that ISA.  ``default_labels`` gives an emulated runner the labels
+``emulated`` and ``emulated:TARGET`` (never ``cpu`` or its arch: a job asking for a CPU or an
+ISA by label wants a measurement, which an emulated runner cannot give).
 """
 from __future__ import annotations
 
@@ -133,6 +141,7 @@ def gpus() -> list[dict]:
 
 
 def fingerprint() -> dict:
+    """This machine's hardware (see the module docstring)."""
     cpu = _cpuinfo()
     cpu["arch"] = platform.machine()
     cpu["logical_cpus"] = os.cpu_count()
@@ -150,7 +159,33 @@ def fingerprint() -> dict:
     }
 
 
+# the ISA flags an emulated target has (the /proc/cpuinfo words of such a machine)
+EMULATED_FLAGS = {"arm-neon": ["asimd"], "arm-sve": ["asimd", "sve"], "riscv-rvv": ["v"]}
+
+
+def emulated_fingerprint(target_name: str) -> dict:
+    """The hardware of an emulated runner for a foreign target (see the module docstring);
+    ValueError (why) when the target has no working cross route here."""
+    from dojo_core.cross import check_route
+    from .emulated import emulated_target, emulator_text
+    target = emulated_target(target_name)
+    tools = check_route(target)
+    host = fingerprint()
+    emulator = emulator_text(tools.emulator)
+    cpu = {"model": f"{target.name} under {emulator} (emulated)", "arch": target.arch,
+           "flags": list(EMULATED_FLAGS.get(target.name, [])),
+           "cores": host["cpu"].get("cores"), "logical_cpus": host["cpu"].get("logical_cpus"),
+           "vector_bits": 8 * target.vector_bytes}
+    return {**host, "cpu": cpu, "gpus": [],
+            "compilers": {"cc": tools.version},
+            "emulated": {"target": target.name, "emulator": emulator, "compiler": tools.version,
+                         "host": {"model": host["cpu"].get("model"), "arch": host["cpu"].get("arch")}}}
+
+
 def default_labels(hw: dict) -> list[str]:
+    emulated = (hw or {}).get("emulated")
+    if isinstance(emulated, dict):
+        return ["emulated", f"emulated:{emulated.get('target')}"]
     labels = ["gpu" if hw.get("gpus") else "cpu"]
     arch = (hw.get("cpu") or {}).get("arch")
     if arch:

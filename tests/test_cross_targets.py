@@ -1,15 +1,21 @@
 """The Arm and RISC-V targets for real: cross compilers and qemu-user (dojo_core/cross.py).
 
 Every library kernel, untransformed at its test sizes and after each of its schedules
-(``NAME.steps`` and ``NAME.TARGET.steps``; at the test sizes when the steps apply there,
-else at the smallest scaled sizes where they do, as tests/test_library_steps.py picks them),
-is compiled for arm-neon, arm-sve and riscv-rvv, run under qemu (3 OpenMP threads, so
+(``NAME.steps``, the x86 ``NAME.TARGET.steps`` and the target's own ``NAME.TARGET.steps``,
+not another cross target's; at the test sizes when the steps apply there, else at the
+smallest scaled sizes where they do, as tests/test_library_steps.py picks them), is
+compiled for arm-neon, arm-sve and riscv-rvv, run under qemu (3 OpenMP threads, so
 the parallel loops split unevenly) and compared with the interpreter. Seeded random walks
 run on every target too. The assembly of every schedule must hold the target's vector
 instructions (SVE z registers, NEON v registers, RVV vle/vse), and fused multiply-adds for
 the contractions, so a silently scalar or NEON-only build fails; the executables must be
 ELF files of the target's machine (never a host build). A target that cannot be built
 and run is refused with its reason.
+
+Per target, every ``NAME.TARGET.steps`` replays at the kernel's default sizes (the sizes
+``kernels.steps_path`` promises it for) and its C compiles for that target, with the
+target's vector instructions in the assembly (x86 files with the host compiler, the others
+with their cross compiler); a file naming an unknown target fails.
 
 The toolchains are Debian packages (.ci/run installs them). Without them the tests skip,
 except under CI (``CI`` set), where they fail.
@@ -95,11 +101,25 @@ def _schedule(name: str, filename: str):
     return small, replay(small, texts)
 
 
-def _programs(name: str) -> list:
+def _schedule_target(filename: str):
+    """The target a NAME.TARGET.steps file is for, None for NAME.steps."""
+    parts = filename.split(".")
+    return parts[1] if len(parts) == 3 else None
+
+
+def _runs_on(filename: str, target: str) -> bool:
+    """A schedule is checked on a cross target unless it is another cross target's own."""
+    own = _schedule_target(filename)
+    return own is None or own == target or own not in CROSS
+
+
+def _programs(name: str, target: str) -> list:
     """[(label, original, program)]: the kernel at its test sizes, then its schedules."""
     test = load_kernel(name, info(name).test_sizes)
     out = [("untransformed", test, test)]
     for path in steps_files(name):
+        if not _runs_on(path.name, target):
+            continue
         small, scheduled = _schedule(name, path.name)
         out.append((path.name, small, scheduled))
     return out
@@ -139,7 +159,7 @@ def test_library_kernel_runs_on_target(target, name):
     """The kernel, untransformed and after each of its schedules, under qemu = interp."""
     _require(target)
     arch = TARGETS[target].arch
-    for label, original, program in _programs(name):
+    for label, original, program in _programs(name, target):
         lib = _check(target, original, program, f"{name} ({label})")
         assert _elf_machine(lib.path) == ELF_MACHINE[arch], f"{lib.path} is not {arch} code"
 
@@ -168,6 +188,8 @@ def test_schedules_compile_to_the_targets_vector_instructions(target):
     _require(target)
     t = TARGETS[target]
     for name, filename in SCHEDULES:
+        if not _runs_on(filename, target):
+            continue
         _, program = _schedule(name, filename)
         source = generate_c(program, t)
         assert "vector_size(" in source, f"{filename}: no explicit vector loop to check"
@@ -181,6 +203,29 @@ def test_schedules_compile_to_the_targets_vector_instructions(target):
             assert counts["vle"] > 0 and counts["vse"] > 0, where
         if name in CONTRACTIONS:
             assert counts["fmla" if t.arch == "aarch64" else "vfmacc"] > 0, where
+
+
+OWN_SCHEDULES = [(n, p.name) for n in list_kernels() for p in steps_files(n)
+                 if _schedule_target(p.name) is not None]
+
+
+@pytest.mark.parametrize("name,filename", OWN_SCHEDULES)
+def test_target_schedule_replays_and_compiles_for_its_target(name, filename):
+    """NAME.TARGET.steps at the default sizes, generated and compiled for TARGET."""
+    tname = _schedule_target(filename)
+    assert tname in TARGETS, f"{filename}: unknown target {tname!r} (known: {', '.join(TARGETS)})"
+    t = TARGETS[tname]
+    if is_foreign(t):
+        _require(tname)
+    path = next(p for p in steps_files(name) if p.name == filename)
+    program = replay(load_kernel(name), _texts(path))
+    source = generate_c(program, t)
+    counts = cross.vector_instructions(cross.assembly(source, t), t)
+    assert counts["total"] > 0, f"{filename}: no {tname} vector instructions: {counts}"
+    if tname == "arm-sve":
+        assert counts["sve"] > 0 and counts["neon"] == 0, counts
+    if name in CONTRACTIONS and t.arch == "aarch64":
+        assert counts["fmla"] > 0, counts
 
 
 def test_vector_instruction_counter():

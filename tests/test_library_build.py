@@ -240,7 +240,8 @@ def cli(*args, env=None):
 def test_cli_build_and_refusals(tmp_path):
     store = tmp_path / "records.jsonl"
     RecordStore(store).append(record("softmax", {"N": 16, "M": 40}, ["parallelize i"], 1e-3))
-    ok = cli("library", "build", "--target", "box1", "--out", str(tmp_path / "lib"), "--records", str(store))
+    ok = cli("library", "build", "--target", "box1", "--out", str(tmp_path / "lib"), "--records", str(store),
+             "--measured-only")
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.splitlines()[0] == "perfdojo_softmax_16x40: tuned (1 steps)"
     assert (tmp_path / "lib" / "Makefile").is_file()
@@ -248,9 +249,9 @@ def test_cli_build_and_refusals(tmp_path):
         (["--target", "nobody", "--records", str(store)], "library build: unknown target 'nobody'"),
         (["--target", "box1", "--records", str(tmp_path / "none.jsonl")],
          f"library build: --records {tmp_path / 'none.jsonl'}: no such file"),
-        (["--target", "box1", "--records", str(store), "--kernels", "matmul"],
+        (["--target", "box1", "--records", str(store), "--kernels", "matmul", "--measured-only"],
          "library build: no verified entries of kernel(s) matmul for target 'box1'"),
-        (["--target", "local", "--records", str(store), "--no-replay"],
+        (["--target", "local", "--records", str(store), "--no-replay", "--measured-only"],
          "library build: no verified entries for target 'local'"),
     ]
     bad_sizes = tmp_path / "sizes.json"

@@ -8,6 +8,7 @@ for them, report the transfer and build the library from box-here's own results.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -63,9 +64,10 @@ def test_library_for_a_runner_without_measurements_replays_there(server, tmp_pat
     s.start_runner("box-here", "here", token)
     s.wait_online("box-here")
     out = tmp_path / "lib"
-    env = dict(s.env, DOJO_STATE_DIR=str(tmp_path / "local-state"))
+    env = dict(s.env, DOJO_STATE_DIR=str(tmp_path / "local-state"),
+               DOJO_API_TOKEN=getattr(s, "api_token", None) or os.environ.get("DOJO_API_TOKEN", ""))
     r = subprocess.run([sys.executable, "-m", "dojo_core", "library", "build", "--target", "box-here",
-                        "--out", str(out), "--server", s.url], cwd=ROOT, env=env,
+                        "--out", str(out), "--server", s.url, "--measured-only"], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr + s.logs()
     transfer = [l for l in r.stderr.splitlines() if l.startswith("transfer ")]

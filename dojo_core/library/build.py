@@ -1,19 +1,28 @@
 """``build_library``: records in, a library directory out (the CLI and the web app call it).
 
     build_library(out, target, records, runners=(), sizes_wanted=None, kernels=None,
-                  replay=True, store=None, log=None, transfers=None) -> manifest dict
+                  replay=True, store=None, log=None, transfers=None, complete=False) -> manifest
 
 1. ``target`` is resolved to fingerprints (select.resolve_target; unknown: LibraryError).
+   An ISA name (``codegen.targets.TARGETS``: x86-avx2, arm-sve, riscv-rvv, ...) is a target
+   too: the records measured for that ISA (their ``target``), every function generated for
+   it; a foreign ISA is built with its cross toolchain and checked under its emulator
+   (``cross``), and one that cannot be built here is refused (LibraryError, the reason).
 2. Each (kernel, sizes) with usable records on them gets its fastest record whose steps
    still replay, check and generate C (others are skipped with a note); an untransformed
    measurement is a valid entry (the header says so).
 3. ``local`` without records here: with ``replay``, the best sequences of the other
    fingerprints are replayed and measured here (replay.replay_here); the new records are
    appended to ``store`` when given; the transfers go into the manifest (``transfers``).
-4. No usable entry at all: LibraryError("no verified entries ...").  When the library is
-   for this machine, each candidate also runs here on the test inputs against the numpy
+4. No usable entry at all and not ``complete``: LibraryError("no verified entries ...").
+   When the library's code runs here (``local``, this machine's ISA, or a foreign ISA under
+   emulation), each candidate also runs here on the test inputs against the numpy
    reference (``reference_error``), and one that differs gives way to the next; when none
    passes, the size is left out (the manifest's ``excluded`` says why).
+4b. ``complete``: every library kernel (of ``kernels``) without a function at its default
+   sizes gets the target's own ``.steps`` schedule, else the untransformed kernel
+   (fill.py); each function's ``source`` says which (``measured``, ``steps``,
+   ``untransformed``).
 5. ``sizes_wanted`` ({kernel: [sizes, ...]}) adds sizes without a tuned entry as the
    untransformed kernel (``tuned`` and ``measured`` false).
 6. The directory is written by emit.write_library.
@@ -22,12 +31,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..codegen.targets import TARGETS, detect_host_target
+from ..codegen.targets import TARGETS, detect_host_target, is_foreign
 from ..errors import DojoError
 from ..kernels import kernel_path, list_kernels
 from ..records import machine_fingerprint
 from . import emit
-from .select import LibraryError, baseline_s, candidates, full_sizes, resolve_target, size_key
+from .select import (LibraryError, baseline_s, candidates, fingerprints_with_records, full_sizes,
+                     resolve_target, size_key)
 
 
 def target_of(record) -> object:
@@ -46,24 +56,55 @@ def target_of(record) -> object:
     return host
 
 
-def _spec(kernel: str, sizes: dict, record, baseline) -> emit.FunctionSpec:
-    """The FunctionSpec of a record (or of the untransformed kernel); DojoError or
-    LibraryError when its steps no longer replay or its arrays changed."""
+def isa_of(target: str):
+    """The codegen Target a library target names: this machine's for ``local``, the ISA
+    for an ISA name, None for a machine (runner, label, fingerprint)."""
+    name = target.strip() if isinstance(target, str) else ""
+    if name == "local":
+        return detect_host_target()
+    if name in TARGETS:
+        host = detect_host_target()
+        return host if host.name == name else TARGETS[name]
+    return None
+
+
+def runs_here(isa) -> bool:
+    """Whether code for this ISA runs on this machine: natively, or under its emulator."""
+    if is_foreign(isa):
+        from ..cross import TargetUnavailable, check_route
+        try:
+            check_route(isa)
+        except TargetUnavailable:
+            return False
+        return True
+    return isa.name == detect_host_target().name
+
+
+def make_spec(kernel: str, sizes: dict, record, baseline, target=None, steps=None,
+              schedule=None) -> emit.FunctionSpec:
+    """The FunctionSpec of a record, of a .steps schedule (``steps`` from the file named by
+    ``schedule``) or of the untransformed kernel, generated for ``target`` (default: the
+    record's); DojoError or LibraryError when the steps no longer replay or change the
+    kernel's arrays.  A foreign target is compiled with its cross route's flags."""
     from ..source import load_file
     from ..steps import replay
     root = load_file(kernel_path(kernel), sizes)
-    steps = list((record or {}).get("steps") or [])
-    program = replay(root, steps, f"<{kernel} steps>") if steps else root
+    steps = list(steps if steps is not None else (record or {}).get("steps") or [])
+    program = replay(root, steps, f"<{schedule or kernel + ' steps'}>") if steps else root
     public = [(d.kind, d.name, d.dtype, d.dims) for d in root.arrays if d.kind != "temp"]
     if [(d.kind, d.name, d.dtype, d.dims) for d in program.arrays if d.kind != "temp"] != public:
         raise LibraryError(f"{kernel}: the steps change the kernel's arrays")
-    target = target_of(record)
-    cflags, ldflags = emit.split_flags((record or {}).get("flags"), target)
-    fn = emit.FunctionSpec(emit.function_name(kernel, root), kernel, root.size_values, root, program,
-                           steps, target, record, baseline, cflags, ldflags)
+    target = target if target is not None else target_of(record)
     recorded = [f for f in (record or {}).get("flags") or () if f not in ("-shared", "-fPIC")]
+    if is_foreign(target) and target.cross is not None:
+        cflags, ldflags = tuple(target.cross.cflags), tuple(target.cross.ldflags)
+    else:
+        cflags, ldflags = emit.split_flags((record or {}).get("flags"), target)
+    fn = emit.FunctionSpec(emit.function_name(kernel, root), kernel, root.size_values, root, program,
+                           steps, target, record, baseline, cflags, ldflags, schedule=schedule)
     if recorded and list(cflags + ldflags) != recorded:
-        fn.notes.append("recorded flags were not plain compiler flags; the target's are used")
+        fn.notes.append(f"recorded flags were not plain compiler flags for {target.name} here; "
+                        f"the target's are used")
     emit.function_source(fn)          # generates: a CodegenError surfaces here, not in make
     return fn
 
@@ -83,8 +124,25 @@ def reference_error(fn: emit.FunctionSpec) -> float:
     return max(harness.compare(got, fn.reference, fn.root).values(), default=0.0)
 
 
+def _resolve(target: str, records, runners):
+    """(records, fingerprints, isa, check) of a library target (see the module docstring)."""
+    isa = isa_of(target)
+    if isa is not None and target.strip() != "local":
+        if is_foreign(isa):
+            from ..cross import TargetUnavailable, check_route
+            try:
+                check_route(isa)
+            except TargetUnavailable as exc:
+                raise LibraryError(f"--target {isa.name}: {exc}") from None
+        records = [r for r in records if r.get("target") == isa.name]
+        return records, fingerprints_with_records(records), isa, runs_here(isa)
+    fingerprints = resolve_target(target, records, runners)
+    return records, fingerprints, isa, fingerprints == {machine_fingerprint()}
+
+
 def build_library(out, target: str, records, runners=(), sizes_wanted=None, kernels=None,
-                  replay: bool = True, store=None, log=None, transfers=None) -> dict:
+                  replay: bool = True, store=None, log=None, transfers=None,
+                  complete: bool = False) -> dict:
     """See the module docstring (``transfers``: of a replay done elsewhere, for the manifest)."""
     from ..codegen import CodegenError
     records = [r for r in records if isinstance(r, dict)]
@@ -92,7 +150,7 @@ def build_library(out, target: str, records, runners=(), sizes_wanted=None, kern
         unknown = sorted(set(kernels) - set(list_kernels()))
         if unknown:
             raise LibraryError(f"unknown kernel(s): {', '.join(unknown)}")
-    fingerprints = resolve_target(target, records, runners)
+    records, fingerprints, isa, here = _resolve(target, records, runners)
     chosen = _chosen(records, fingerprints, kernels)
     extra = {"transfers": transfers} if transfers is not None else {}
     if not chosen and target.strip() == "local" and replay:
@@ -103,18 +161,18 @@ def build_library(out, target: str, records, runners=(), sizes_wanted=None, kern
                 store.append(r)
         extra["transfers"] = transfers
         chosen = _chosen(records + new, fingerprints, kernels)
-    if not chosen:
+    if not chosen and not complete:
         scope = f" of kernel(s) {', '.join(sorted(kernels))}" if kernels else ""
         raise LibraryError(f"no verified entries{scope} for target '{target.strip()}' "
-                           f"(fingerprint {', '.join(sorted(fingerprints))}); measure with "
+                           f"(fingerprint {', '.join(sorted(fingerprints)) or 'none'}); measure with "
                            f"`bench ... --record` or benchmark jobs first")
-    here = fingerprints == {machine_fingerprint()}
     functions, excluded = {}, []
     for (kernel, skey), rows in sorted(chosen.items()):
         baseline, failed = baseline_s(rows), None
         for record in rows:
             try:
-                fn = _spec(kernel, dict(skey), record, baseline)
+                fn = make_spec(kernel, dict(skey), record, baseline,
+                               target=isa if isa is not None and target.strip() != "local" else None)
             except (DojoError, LibraryError, CodegenError) as exc:
                 if log:
                     log(f"skipped a record of {kernel} {dict(skey)}: {exc}")
@@ -133,6 +191,9 @@ def build_library(out, target: str, records, runners=(), sizes_wanted=None, kern
         else:
             if failed is not None:          # nothing passes: left out, never shipped wrong
                 excluded.append({"kernel": kernel, "sizes": failed.sizes, "reason": failed.notes[-1]})
+    fill_isa = isa if isa is not None else next((fn.target for fn in functions.values()), None)
+    if complete:
+        _complete(functions, excluded, kernels, fill_isa, here, log)
     if excluded:
         extra["excluded"] = excluded
     for kernel, size_list in (sizes_wanted or {}).items():
@@ -146,13 +207,35 @@ def build_library(out, target: str, records, runners=(), sizes_wanted=None, kern
             if key in functions or any(e["kernel"] == kernel and e["sizes"] == full for e in excluded):
                 continue
             try:
-                functions[key] = _spec(kernel, full, None, None)
+                functions[key] = make_spec(kernel, full, None, None, target=fill_isa)
             except DojoError as exc:
                 raise LibraryError(f"--sizes-from: {kernel} {sizes}: {exc.message}") from None
     if not functions:
         raise LibraryError(f"no entry for target '{target.strip()}' replays with this engine "
                            f"and matches the numpy reference")
     return emit.write_library(Path(out), list(functions.values()), target.strip(), fingerprints, extra)
+
+
+def _complete(functions: dict, excluded: list, kernels, isa, check: bool, log) -> None:
+    """Every library kernel (of ``kernels``) without a function at its default sizes gets
+    one (fill.fill_function); LibraryError when the target's ISA is unknown."""
+    from ..kernels import load_kernel
+    from .fill import fill_function
+    missing = []
+    for kernel in sorted(kernels if kernels is not None else list_kernels()):
+        key = (kernel, size_key(load_kernel(kernel).size_values))
+        if key not in functions and not any(e["kernel"] == kernel and e["sizes"] == dict(key[1])
+                                            for e in excluded):
+            missing.append((kernel, key))
+    if missing and isa is None:
+        raise LibraryError("the target's ISA is unknown (no record says it): the kernels without "
+                           "measurements cannot be generated for it; build with --measured-only")
+    for kernel, key in missing:
+        fn, gone = fill_function(kernel, isa, check, log)
+        if fn is not None:
+            functions[key] = fn
+        else:
+            excluded.append(gone)
 
 
 def _chosen(records, fingerprints, kernels) -> dict:

@@ -1,7 +1,13 @@
 """``python -m dojo_core library build ...``: the command line of the library builder.
 
     library build --target T --out DIR [--records FILE.jsonl | --server URL]
-                  [--sizes-from SIZES.json] [--kernels a,b,...] [--no-replay]
+                  [--sizes-from SIZES.json] [--kernels a,b,...] [--no-replay] [--measured-only]
+
+T is ``local``, a runner name or label, a fingerprint, or an ISA name (x86-avx2, arm-sve,
+riscv-rvv, ...: a foreign ISA is cross-compiled and checked under its emulator).  Every
+library kernel (of ``--kernels``) is exported: measured records where there are some, else
+the target's own ``.steps`` schedule, else the untransformed kernel; each output line says
+which.  ``--measured-only`` exports measured records only (and refuses when there are none).
 
 Records come from ``--records`` (default: the default RecordStore), or with ``--server``
 from the web app (``GET /api/library/records``).  ``SIZES.json`` maps kernel names to a
@@ -32,6 +38,9 @@ def add_library_parser(sub, func) -> None:
     b.add_argument("--kernels", metavar="a,b", help="only these kernels")
     b.add_argument("--no-replay", action="store_true",
                    help="refuse a target without measurements instead of replaying other machines' best")
+    b.add_argument("--measured-only", action="store_true",
+                   help="export measured records only, not the .steps schedules or untransformed "
+                        "kernels of the kernels without measurements")
     b.set_defaults(func=func)
 
 
@@ -59,7 +68,7 @@ def read_sizes(path: str) -> dict:
 
 def library_build(args, write, eprint) -> int:
     from ..records import RecordStore
-    from .build import build_library
+    from .build import build_library, isa_of
     from .select import LibraryError, candidates, resolve_target
 
     if args.records:
@@ -74,7 +83,7 @@ def library_build(args, write, eprint) -> int:
         records, runners = fetch_records(args.server)
         store = RecordStore()
         target = args.target.strip()
-        if target != "local":
+        if isa_of(target) is None:
             fingerprints = resolve_target(target, records, runners)
             found = {k for k in candidates(records, fingerprints) if kernels is None or k[0] in kernels}
             if not found and not args.no_replay:
@@ -86,19 +95,26 @@ def library_build(args, write, eprint) -> int:
         records = list(store)
     manifest = build_library(args.out, args.target, records, runners=runners, sizes_wanted=sizes,
                              kernels=set(kernels) if kernels else None,
-                             replay=not args.no_replay, store=store, log=eprint, transfers=transfers)
+                             replay=not args.no_replay, store=store, log=eprint, transfers=transfers,
+                             complete=not args.measured_only)
     from .replay import describe_transfer
     for t in manifest.get("transfers", []):
         eprint(describe_transfer(t))
     for gone in manifest.get("excluded", []):
         eprint(f"left out {gone['kernel']} {gone['sizes']}: {gone['reason']}")
     for fn in manifest["functions"]:
-        kind = f"tuned ({fn['steps']} steps)" if fn["tuned"] else \
-            ("untransformed (measured)" if fn["measured"] else "untransformed (fallback)")
+        if fn.get("source") == "steps":
+            kind = f"schedule {fn['schedule']} ({fn['steps']} steps, not measured)"
+        elif fn["measured"]:
+            kind = f"tuned ({fn['steps']} steps)" if fn["tuned"] else "untransformed (measured)"
+        else:
+            kind = "untransformed (fallback)"
         speed = f", {fn['speedup']:.2f}x" if fn.get("speedup") else ""
         write(f"{fn['name']}: {kind}{speed}")
+    emulator = (manifest.get("cross") or {}).get("emulator")
+    under = f", the tests under {emulator.split()[0]}" if emulator else ""
     write(f"wrote {args.out}: {len(manifest['functions'])} functions for target "
-          f"{manifest['target']} (make -C {args.out} && make -C {args.out} check)")
+          f"{manifest['target']} (make -C {args.out} && make -C {args.out} check{under})")
     if manifest.get("transfers") is not None and not manifest["transfers"]:
         eprint("no transfers: no other machine has measurements of these kernels")
     return 0

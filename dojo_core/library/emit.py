@@ -5,8 +5,9 @@
     DIR/src/perfdojo_common.c   perfdojo_set_threads (OpenMP thread count)
     DIR/test/perfdojo_test.c    the C test program (testprog.py)
     DIR/Makefile, CMakeLists.txt  static + shared library + test program (buildfiles.py)
-    DIR/provenance/NAME.json    where each function comes from (history, steps, runner,
-                                toolchain, measured time)
+    DIR/provenance/NAME.json    where each function comes from (``source``: ``measured``,
+                                ``steps`` (a library .steps file, not measured) or
+                                ``untransformed``; history, steps, runner, toolchain, time)
     DIR/library.json            the manifest the Python view reads (pyview.py)
 
 Guarantees: function names are ``perfdojo_KERNEL_S1xS2...`` (sizes in the kernel's header
@@ -15,7 +16,8 @@ order), unique per kernel and size; every public function takes one pointer per 
 pointers to one element); a kernel with ``temp`` arrays also exports ``NAME_scratch``,
 which takes them too (in declaration order), while ``NAME`` allocates them itself.  The
 C of a tuned function is exactly what was measured (``generate_c`` of the replayed steps for
-the record's target), renamed.
+the record's target), renamed.  A library for a foreign ISA (``Target.cross``) is built with
+the target's cross toolchain and ``make check`` runs its test program under the emulator.
 """
 from __future__ import annotations
 
@@ -52,10 +54,20 @@ class FunctionSpec:
     ldflags: tuple = ()
     notes: list = field(default_factory=list)
     reference: Optional[dict] = None      # numpy reference outputs on the test inputs, if computed
+    schedule: Optional[str] = None        # the .steps file the steps come from (not measured)
 
     @property
     def tuned(self) -> bool:
-        return self.record is not None and bool(self.steps)
+        """Transformed by a measured record or by the library's .steps file for the target."""
+        return bool(self.steps) and (self.record is not None or self.schedule is not None)
+
+    @property
+    def source(self) -> str:
+        """Where the function comes from: ``measured`` (a record), ``steps`` (the target's
+        .steps file of the kernel library, not measured) or ``untransformed``."""
+        if self.record is not None:
+            return "measured"
+        return "steps" if self.schedule and self.steps else "untransformed"
 
     @property
     def speedup(self) -> Optional[float]:
@@ -132,7 +144,10 @@ def _doc(fn: FunctionSpec) -> list:
     for d in public_arrays(fn):
         lines.append(f" *   {d.kind:5s} {d.name}: {_shape(fn.root, d)}")
     r = fn.record
-    if fn.tuned:
+    if fn.source == "steps":
+        lines.append(f" * Schedule: {fn.schedule} ({len(fn.steps)} steps), the kernel library's known "
+                     f"schedule for {fn.target.name}; not measured for this library.")
+    elif fn.tuned:
         med = f"{r['median_s'] * 1e3:.4g} ms"
         sp = f", {fn.speedup:.2f}x the untransformed kernel" if fn.speedup else ""
         lines.append(f" * Tuned: {len(fn.steps)} steps, measured {med}{sp} on {r.get('runner') or '?'} "
@@ -190,6 +205,7 @@ def provenance(fn: FunctionSpec) -> dict:
     r = fn.record or {}
     return {
         "function": fn.name, "kernel": fn.kernel, "sizes": fn.root.size_values,
+        "source": fn.source, "schedule": fn.schedule,
         "tuned": fn.tuned, "measured": fn.record is not None, "steps": list(fn.steps),
         "history_url": r.get("history_url"), "runner": r.get("runner"),
         "fingerprint": r.get("fingerprint"), "hardware": r.get("hardware"),
@@ -207,6 +223,7 @@ def manifest_entry(fn: FunctionSpec) -> dict:
         return [{"name": d.name, "kind": d.kind, "dtype": d.dtype,
                  "shape": list(array_shape(program, d))} for d in decls]
     return {"name": fn.name, "kernel": fn.kernel, "sizes": fn.root.size_values,
+            "source": fn.source, "schedule": fn.schedule,
             "tuned": fn.tuned, "measured": fn.record is not None, "steps": len(fn.steps),
             "median_s": (fn.record or {}).get("median_s"), "speedup": fn.speedup,
             "arrays": arrays(fn.root, public_arrays(fn)),
@@ -225,6 +242,13 @@ def write_library(out: Path, functions: list, target_label: str, fingerprints, e
         (out / "src" / f"{fn.name}.c").write_text(function_source(fn))
         (out / "provenance" / f"{fn.name}.json").write_text(json.dumps(provenance(fn), indent=1) + "\n")
     (out / "src" / "perfdojo_common.c").write_text(COMMON_C)
+    isa = buildfiles.library_isa(functions)
+    shim = out / "src" / "perfdojo_kmpc.c"
+    if isa is not None and isa.cross is not None and isa.cross.openmp == "kmpc-shim":
+        from ..cross import KMPC_SHIM
+        shim.write_text(KMPC_SHIM)
+    elif shim.exists():
+        shim.unlink()
     (out / "perfdojo.h").write_text(header(functions, target_label))
     (out / "test" / "perfdojo_test.c").write_text(testprog.c_test_program(functions))
     (out / "Makefile").write_text(buildfiles.makefile(functions))
@@ -232,6 +256,9 @@ def write_library(out: Path, functions: list, target_label: str, fingerprints, e
     (out / "README.md").write_text(buildfiles.readme(functions, target_label))
     manifest = {"format": FORMAT, "version": VERSION, "target": target_label,
                 "fingerprints": sorted(fingerprints), "shared_library": "libperfdojo.so",
+                "isa": isa.name if isa is not None else None,
+                "arch": isa.arch if isa is not None else None,
+                "cross": buildfiles.cross_info(isa),
                 "functions": [manifest_entry(fn) for fn in functions], **(extra or {})}
     (out / "library.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest

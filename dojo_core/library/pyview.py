@@ -18,8 +18,8 @@ Guarantees:
   ``inout`` arrays in declaration order.
 * ``lib.KERNEL(...)`` picks the function of that kernel whose input shapes equal the
   arguments'; none: ``ArgumentError`` listing the shapes the library has.
-* A directory that is not a library, or a library that cannot be built or loaded, raises
-  ``LibraryError`` with the reason.
+* A directory that is not a library, or a library that cannot be built or loaded (one
+  cross-compiled for another ISA among them), raises ``LibraryError`` with the reason.
 """
 from __future__ import annotations
 
@@ -169,6 +169,12 @@ def load(directory, build: bool = True, timeout: float = 900) -> Library:
         raise LibraryError(f"{directory}/library.json: unreadable ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise LibraryError(f"{directory}/library.json: not a {FORMAT} manifest")
+    cross = manifest.get("cross")
+    if cross:
+        from ..codegen.targets import host_arch
+        raise LibraryError(f"{directory}: built for {manifest.get('isa')} ({manifest.get('arch')}), "
+                           f"which cannot be loaded on this {host_arch()} machine; its C tests run "
+                           f"with `make check` (under {str(cross.get('emulator', '?')).split()[0]})")
     so = directory / manifest.get("shared_library", "libperfdojo.so")
     if not so.exists() and build:
         try:

@@ -16,7 +16,9 @@ Guarantees:
   records on those fingerprints, fastest first (ties: fewer steps first, then older first),
   one per distinct step sequence (its fastest measurement).
 * ``resolve_target`` raises ``LibraryError`` (one line: what was asked and what is known)
-  for a target nothing matches; it never returns an empty set.
+  for a target nothing matches, and for one that names only emulated runners (label
+  ``emulated``: they check correctness under qemu and measure nothing; the message names
+  the ISA to build for instead); it never returns an empty set.
 """
 from __future__ import annotations
 
@@ -95,8 +97,15 @@ def resolve_target(target: str, records: Iterable[dict], runners: Iterable[Runne
         labels = r.get("labels") if isinstance(r.get("labels"), list) else []
         if fp and (fp == target or r.get("runner") == target or target in labels):
             found.add(fp)
-    for runner in runners:
-        if runner.fingerprint and target in (runner.name, runner.fingerprint, *runner.labels):
+    named = [x for x in runners if target in (x.name, x.fingerprint, *x.labels)]
+    if named and not found and all("emulated" in x.labels for x in named):
+        isa = next((l.split(":", 1)[1] for x in named for l in x.labels
+                    if l.startswith("emulated:")), None)
+        raise LibraryError(f"'{target}' names emulated runner(s) ({', '.join(x.name for x in named)}): "
+                           f"they check correctness under an emulator and measure nothing"
+                           + (f"; build for the ISA with --target {isa}" if isa else ""))
+    for runner in named:
+        if runner.fingerprint and "emulated" not in runner.labels:
             found.add(runner.fingerprint)
     if not found:
         names = sorted({r.get("runner") for r in records if isinstance(r, dict)

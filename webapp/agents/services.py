@@ -67,7 +67,12 @@ def _runner(value) -> str:
         raise Refusal(400, "runner must be a runner name or label, or null/empty for any online runner")
     value = value.strip()
     from webapp.runners.services import online_runners, pick_runner
-    if pick_runner(value or None) is None:
+    picked = pick_runner(value or None)
+    if picked is not None and (picked.hardware or {}).get("emulated"):
+        raise Refusal(409, f"runner {picked.name} is emulated ({picked.hardware['emulated'].get('target')} "
+                           f"under qemu): it checks correctness but gives no times, and an agent "
+                           f"ranks its steps by measured time")
+    if picked is None:
         online = sorted(r.name for r in online_runners())
         if not value:
             raise Refusal(409, "no runner is online to measure the agent's steps")

@@ -438,6 +438,7 @@ def _job_view(job: dict) -> dict:
             "runner": job.get("runner") or (result or {}).get("runner") or job.get("requested_runner") or "any",
             "median": _fmt_time(m["median_s"]) if m else "", "spread": _range(m) if m else "",
             "error": job.get("error") or (result.get("error") if result else None) or "",
+            "verdict": (result or {}).get("verdict") if job.get("state") == "done" else "",
             "final": job.get("final", job.get("state") in ("done", "failed", "lost", "cancelled"))}
 
 
