@@ -33,6 +33,13 @@ def _position(data: bytes, offset: int) -> tuple[int, int]:
     return line, col
 
 
+def source_lines(text: str) -> list:
+    """The lines of a source as editors and the IR parser number them: split at \\n, \\r\\n
+    and \\r only (``str.splitlines`` also splits at form feeds, U+2028 and the like, which
+    would shift every later line number of an error)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
 def read_text(path, allow_empty: bool = False) -> str:
     """The text of a file, or a DojoError located in it (see the module docstring)."""
     name = str(path)
@@ -117,4 +124,4 @@ def load_file(path, sizes: dict | None = None):
     return load_source(read_text(path), str(path), sizes)
 
 
-__all__ = ["MAX_BYTES", "read_text", "load_source", "load_file", "parse_sizes"]
+__all__ = ["MAX_BYTES", "read_text", "source_lines", "load_source", "load_file", "parse_sizes"]

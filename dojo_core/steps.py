@@ -17,13 +17,13 @@ Guarantees:
 from __future__ import annotations
 
 from .errors import DojoError
-from .source import read_text
+from .source import read_text, source_lines
 
 
 def parse_steps(text: str) -> list[tuple[int, str]]:
     """(lineno, step text) for each non-blank, non-comment line of text."""
     steps = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(source_lines(text), start=1):
         step = " ".join(line.split("#", 1)[0].split())
         if step:
             steps.append((lineno, step))

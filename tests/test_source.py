@@ -149,3 +149,8 @@ def test_replay_unknown_transformation():
     with pytest.raises(DojoError) as info:
         replay(tiny_program(), [(3, "frobnicate i")], "s.steps")
     assert str(info.value).startswith("s.steps:3:1: step 'frobnicate i': unknown transformation 'frobnicate'")
+
+
+def test_steps_are_numbered_as_editors_number_lines():
+    text = "# a comment with a form feed \x0c and a line separator \u2028 inside\r\nsplit i by 4\rparallelize i0\n"
+    assert parse_steps(text) == [(2, "split i by 4"), (3, "parallelize i0")]
