@@ -277,6 +277,8 @@ def add_step(session: Session, actor: Actor, parent, action) -> tuple:
     for _ in range(3):
         try:
             with transaction.atomic():
+                # one writer per session at a time (PostgreSQL; SQLite serializes writers)
+                Session.objects.select_for_update().filter(id=session.id).exists()
                 last = Step.objects.filter(session=session).order_by("-index").values_list("index", flat=True).first()
                 step = Step.objects.create(session=session, index=(last or 0) + 1, parent=parent_step.index,
                                            text=text, ir=ir_text)
