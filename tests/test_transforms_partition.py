@@ -74,12 +74,11 @@ for i0 in 0..N // 6:
       C[6*i0 + i1, j] = 0
       for k in 0..K:
         C[6*i0 + i1, j] += A[6*i0 + i1, k] * B[k, j]
-for i0t in N // 6..(N + 5) // 6:
-  for i1t in 0..min(6, N - 6*i0t):
-    for jt in 0..M:
-      C[6*i0t + i1t, jt] = 0
-      for kt in 0..K:
-        C[6*i0t + i1t, jt] += A[6*i0t + i1t, kt] * B[kt, jt]
+for i1t in 0..N % 6:
+  for jt in 0..M:
+    C[6 * (N // 6) + i1t, jt] = 0
+    for kt in 0..K:
+      C[6 * (N // 6) + i1t, jt] += A[6 * (N // 6) + i1t, kt] * B[kt, jt]
 """
     same_outputs(parse(ODD_MATMUL), p)
 
@@ -89,7 +88,7 @@ def test_partition_lets_a_tile_with_tails_unroll_and_vectorize():
               "partition i0", "partition j0", "unroll i1", "vectorize j1")
     text = print_program(p)
     assert "for i1 in 0..6 unroll:" in text and "for j1 in 0..16 vector:" in text
-    assert "min(16, M - 16*j0t2)" in text and "min(6, N - 6*i0t)" in text
+    assert "for j1t2 in 0..M % 16:" in text and "for i1t in 0..N % 6:" in text
     assert explain(steps(SCALE, "split i by 6"), "unroll i1") is not None
     same_outputs(parse(SCALE), p)
 
@@ -144,7 +143,7 @@ def test_refuses_when_the_factor_divides_at_these_sizes():
 
 @pytest.mark.parametrize("source,texts", [
     (SCALE, ("split i by 6", "split j by 16", "interchange i1 j0", "partition i0",
-             "partition j0", "unroll i1", "vectorize j1", "parallelize i0", "parallelize i0t")),
+             "partition j0", "unroll i1", "vectorize j1", "parallelize i0", "parallelize j0t")),
     (TRIANGLE, ("split j by 4", "partition j0", "vectorize j1")),
 ])
 def test_partitioned_programs_compile_and_match_the_interpreter(source, texts):

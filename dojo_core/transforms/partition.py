@@ -4,16 +4,17 @@ extents (which `unroll` and `vectorize` need) and only the last, partial tile ke
     for i0 in 0..(N + 5) // 6:                 for i0 in 0..N // 6:
       for i1 in 0..min(6, N - 6*i0):   ==>       for i1 in 0..6:
         C[6*i0 + i1] = ...                         C[6*i0 + i1] = ...
-                                               for i0t in N // 6..(N + 5) // 6:
-                                                 for i1t in 0..min(6, N - 6*i0t):
-                                                   C[6*i0t + i1t] = ...
+                                               for i1t in 0..N % 6:
+                                                 C[6*(N // 6) + i1t] = ...
 
 L must be the outer loop of a split whose factor F does not divide the extent E: it runs
 0..(E + F - 1) // F and some loop inside it runs 0..min(F, E - F*L). The first loop runs
 0..E // F, where E - F*L >= F, so that min() is F there (proved: L <= E // F - 1 implies
-F*L <= E - F). The second loop is a copy of L under fresh names (iterators and locals)
-running E // F..(E + F - 1) // F, or max(E // F, 0).. when E depends on outer iterators and
-may be negative. Always legal: the same instances run in the same order.
+F*L <= E - F). What follows is the partial tile, under fresh names (iterators and locals):
+where E is constant at the program's sizes, L's body once with L = E // F and the tile's
+extent E % F (a constant that vectorize and unroll accept); where E depends on outer
+iterators, a copy of L running max(E // F, 0)..(E + F - 1) // F. Always legal: the same
+instances run in the same order.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from .. import ir
 from ..affine import add, from_linear, linear_or_none, simplify
 from ..poly import const_value
 from .base import Transformation
-from .util import declared_names, extent, find_loop, fresh, replace_at
+from .util import declared_names, extent, find_loop, fresh, replace_at, substitute_stmts
 
 
 def split_tail(loop):
@@ -153,10 +154,16 @@ class Partition(Transformation):
         full = simplify(ir.BinOp("//", e, ir.Const(factor)))
         main = ir.Loop(loop.iterator, loop.lo, full, loop.annotations,
                        _replace_expr(loop.body, tail_min, ir.Const(factor)), loop.loc)
+        if const_value(e, program.size_values) is not None:
+            # one partial tile at these sizes: no loop around it, its extent E % F
+            body = _replace_expr(loop.body, tail_min, ir.BinOp("%", e, ir.Const(factor)))
+            body = substitute_stmts(body, {loop.iterator: full})
+            rest = _renamed_copy(ir.Loop(loop.iterator, loop.lo, loop.hi, (), body),
+                                 declared_names(program)).body
+            return replace_at(program, path, [main, *rest])
         rest = _renamed_copy(loop, declared_names(program))
-        start = full if const_value(full, program.size_values) is not None \
-            else ir.Call("max", (full, ir.Const(0)))
-        rest = ir.Loop(rest.iterator, start, rest.hi, rest.annotations, rest.body, rest.loc)
+        rest = ir.Loop(rest.iterator, ir.Call("max", (full, ir.Const(0))), rest.hi,
+                       rest.annotations, rest.body, rest.loc)
         return replace_at(program, path, [main, rest])
 
 
