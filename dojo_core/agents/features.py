@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import ir
 from ..affine import linear
-from .macros import tile_sizes
+from .labels import tile_sizes
 
 DTYPE_BYTES = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "i8": 1}
 L1_BYTES, L2_BYTES = 32 * 1024, 1024 * 1024

@@ -37,7 +37,8 @@ from __future__ import annotations
 from ..transforms.base import NotApplicable
 from .moves import (Builder, Move, distribute_steps, finish, parallelize_outer_steps,
                     vectorize_inner_steps)
-from .tiles import last_dim_layout, tile_moves, tile_sizes
+from .labels import tile_sizes
+from .tiles import last_dim_layout, tile_moves
 
 
 def macro_moves(program, tile=True, target=None, threads=None) -> list:

@@ -182,14 +182,6 @@ def last_dim_layout(program, buffer: str, iterator: str):
     return None
 
 
-def tile_sizes(label: str) -> list:
-    """The size words of a tile macro's label, in order (``ta``, ``tb``, ``tr``; ``tr`` may
-    be ``all``; no ``ta`` for a one-dimensional tile); [] for any other label."""
-    if not label.startswith("tile "):
-        return []
-    return [w.split("/")[1] for w in label.split() if "/" in w]
-
-
 def _resize(text: str, factors: dict) -> str:
     words = text.split()
     if words[0] == "split" and words[1] in factors and factors[words[1]] is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .catalog import SuiteKernel
+from .entry import SuiteKernel
 
 
 def grouped_conv2d(x, s):

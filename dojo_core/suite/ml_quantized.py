@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .catalog import SuiteKernel
+from .entry import SuiteKernel
 
 
 def int8_matmul(x, s):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .catalog import SuiteKernel
+from .entry import SuiteKernel
 
 
 def gemm(x, s):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .catalog import SuiteKernel
+from .entry import SuiteKernel
 
 
 def _sums(n):

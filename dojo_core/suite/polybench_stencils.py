@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .catalog import SuiteKernel
+from .entry import SuiteKernel
 
 
 def jacobi_1d(x, s):
