@@ -155,13 +155,15 @@ def _holds_contraction(loop) -> bool:
 
 
 def _fission_expanding(b: Builder, loop, k: int, ref: str) -> bool:
-    """`fission loop after ref` after expanding the locals of loop used on both sides of
-    the cut, when loop holds a contraction; the builder is unchanged when that fails."""
+    """`fission loop after ref` after expanding the locals of loop (and the kernel's temps)
+    used on both sides of the cut, when loop holds a contraction; the builder is unchanged
+    when that fails."""
     if not _holds_contraction(loop):
         return False
     first, second = loop.body[:k + 1], loop.body[k + 1:]
-    shared = [s.name for s in first if isinstance(s, ir.Local)
-              and uses_array(first, s.name) and uses_array(second, s.name)]
+    names = [s.name for s in first if isinstance(s, ir.Local)] + \
+        [d.name for d in b.program.arrays if d.kind == "temp"]
+    shared = [name for name in names if uses_array(first, name) and uses_array(second, name)]
     if not shared:
         return False
     trial = Builder(b.program)

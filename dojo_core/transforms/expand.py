@@ -30,12 +30,13 @@ from ..poly import const_value
 from . import footprint as fp
 from . import scope
 from .base import Transformation
+from .fission import uses_array
 from .util import extent, find_loop, replace_at, with_body
 
 
 class Expand(Transformation):
     name = "expand"
-    usage = "expand LOCAL at LOOP"
+    usage = "expand LOCAL at LOOP"          # LOCAL: a local of LOOP's body, or a temp
 
     def parse(self, words):
         if len(words) != 3 or words[1] != "at":
@@ -46,10 +47,14 @@ class Expand(Transformation):
         return f"expand {params[0]} at {params[1]}"
 
     def candidates(self, program):
+        temps = [d.name for d in program.arrays if d.kind == "temp"]
         for loop in ir.loops(program):
             for s in loop.body:
                 if isinstance(s, ir.Local):
                     yield s.name, loop.iterator
+            for name in temps:
+                if uses_array(loop.body, name):
+                    yield name, loop.iterator
 
     def check(self, program, params):
         name, where = params
@@ -57,6 +62,9 @@ class Expand(Transformation):
         if loop is None:
             return f"there is no loop '{where}'"
         decl = next((s for s in loop.body if isinstance(s, ir.Local) and s.name == name), None)
+        temp = program.array(name)
+        if decl is None and temp is not None and temp.kind == "temp":
+            return _temp_problem(program, temp, loop, where)
         if decl is None:
             return f"'{name}' is not a local declared directly in the body of loop '{where}'"
         if decl.space in ("register", "shared"):
@@ -75,7 +83,9 @@ class Expand(Transformation):
     def apply(self, program, params):
         name, where = params
         loop, path = find_loop(program, where)
-        decl = next(s for s in loop.body if isinstance(s, ir.Local) and s.name == name)
+        decl = next((s for s in loop.body if isinstance(s, ir.Local) and s.name == name), None)
+        if decl is None:
+            return _expand_temp(program, program.array(name), loop, path)
         count = simplify(sub(loop.hi, loop.lo))       # in the sizes' names where it can be
         if any(isinstance(n, ir.Var) and n.name not in program.size_values
                for n in ir.walk_expr(count)):
@@ -85,6 +95,95 @@ class Expand(Transformation):
                                       lambda a: ir.Access(a.array, (slot,) + a.indices, a.loc))
         expanded = ir.Local(decl.name, decl.dtype, (count,) + tuple(decl.dims), None, decl.loc)
         return replace_at(program, path, [expanded, with_body(loop, body)])
+
+
+def _temp_problem(program, temp, loop, where: str):
+    """Why the kernel-level temp cannot get one slot per iteration of loop, or None.
+
+    Legal when every access to it lies inside the loop and, in each iteration, a perfect nest
+    that only stores into it (``T[i, j] = e`` over loops running exactly 0..dims, e not
+    reading T) comes before any other statement of the loop's body that touches it: every
+    element then holds a value of the same iteration whenever it is read, and no value
+    crosses iterations."""
+    others = [s for s in program.body if s is not _top_of(program, loop)]
+    if uses_array(others, temp.name) or _outside_uses(program, loop, temp.name):
+        return f"'{temp.name}' is used outside loop '{where}'"
+    if any(a.startswith("gpu.") for a in loop.annotations):
+        return f"loop '{where}' is bound to the GPU grid"
+    count = extent(loop, program.size_values)
+    if count is None:
+        return f"loop '{where}' has no constant extent at these sizes"
+    sizes = program.size_values
+    first = next((s for s in loop.body if uses_array((s,), temp.name)), None)
+    if first is None or not _stores_every_element(first, temp, sizes):
+        return (f"the first statement of loop '{where}' that touches '{temp.name}' does not "
+                f"store every element of it, so a value could cross iterations")
+    count_expr = simplify(sub(loop.hi, loop.lo))
+    if any(isinstance(n, ir.Var) and n.name not in sizes for n in ir.walk_expr(count_expr)):
+        return f"the extent of loop '{where}' depends on other loops"
+    size = count * prod(const_value(d, sizes) for d in temp.dims)
+    if size > fp.MAX_ELEMENTS:
+        return (f"'{temp.name}' expanded over '{where}' would have {size} elements, more than "
+                f"the {fp.MAX_ELEMENTS} a buffer may hold")
+    return None
+
+
+def _top_of(program, loop):
+    """The top-level statement of the program that holds loop."""
+    for s in program.body:
+        if s is loop or (isinstance(s, ir.Loop) and any(l is loop for l in ir.loops(s.body))):
+            return s
+    return None
+
+
+def _outside_uses(program, loop, name: str) -> bool:
+    """Whether a statement of loop's top-level nest but outside loop's body touches name."""
+    def go(body):
+        for s in body:
+            if s is loop:
+                continue
+            if isinstance(s, ir.Loop):
+                if go(s.body):
+                    return True
+            elif uses_array((s,), name):
+                return True
+        return False
+    return go((_top_of(program, loop),))
+
+
+def _stores_every_element(stmt, temp, sizes) -> bool:
+    """stmt is a perfect nest storing T[i1, .., in] = e (e not reading T), loop k running
+    exactly 0..dims[k] at these sizes."""
+    loops = []
+    while isinstance(stmt, ir.Loop) and len(stmt.body) == 1:
+        loops.append(stmt)
+        stmt = stmt.body[0]
+    if not (isinstance(stmt, ir.Assign) and stmt.op == "=" and stmt.target.array == temp.name):
+        return False
+    if any(isinstance(e, ir.Access) and e.array == temp.name for e in ir.walk_expr(stmt.value)):
+        return False
+    index = stmt.target.indices
+    if len(index) != len(temp.dims) or len(loops) != len(index):
+        return False
+    by_name = {l.iterator: l for l in loops}
+    for idx, dim in zip(index, temp.dims):
+        if not isinstance(idx, ir.Var) or idx.name not in by_name:
+            return False
+        l = by_name.pop(idx.name)
+        if const_value(l.lo, sizes) != 0 or const_value(l.hi, sizes) != const_value(dim, sizes):
+            return False
+    return True
+
+
+def _expand_temp(program, temp, loop, path):
+    count = simplify(sub(loop.hi, loop.lo))
+    slot = simplify(sub(ir.Var(loop.iterator), loop.lo))
+    body = scope.rewrite_accesses(loop.body, temp.name,
+                                  lambda a: ir.Access(a.array, (slot,) + a.indices, a.loc))
+    new = replace_at(program, path, [with_body(loop, body)])
+    arrays = tuple(ir.ArrayDecl(d.kind, d.name, d.dtype, (count,) + tuple(d.dims), d.loc)
+                   if d.name == temp.name else d for d in new.arrays)
+    return ir.Program(new.name, new.sizes, arrays, new.body, new.doc, new.loc)
 
 
 EXPAND = Expand()
