@@ -2,6 +2,7 @@
 
     python bench/libraries.py [--out results.json] [--rounds 5] [--min-time 0.15]
                               [--threads 1,2] [--cases matmul512,softmax,...] [--no-torch]
+                              [--target x86-avx512,x86-avx2]
 
 For each case -- matmul 512^3 and 1024^3, bmm (16 x 256^3), softmax 4096 x 1024, layernorm
 4096 x 1024, conv2d (1 x 64 x 56 x 56, 64 filters 3 x 3, padding 1: the library kernel's
@@ -11,9 +12,12 @@ thread and at all threads:
   naive   the untransformed library kernel, compiled C (sequential: it has no parallel
           loop, so it is timed once, at one thread, and shown in both rows)
   steps   the kernel after its ``dojo_core/kernels/NAME.steps`` schedule, or
-          ``NAME.TARGET.steps`` where one exists for this machine's target (the same file at
-          matmul 1024^3), compiled C, OpenMP threads set by the harness; its outputs are
-          verified against the untransformed kernel (compiled C at these sizes)
+          ``NAME.TARGET.steps`` where one exists for the target (the same file at matmul
+          1024^3), compiled C, OpenMP threads set by the harness; its outputs are verified
+          against the untransformed kernel (compiled C at these sizes). The target is this
+          machine's, or each of ``--target`` in turn (``x86-avx512,x86-avx2`` on an AVX-512
+          machine: the AVX2 target's flags turn AVX-512 off, so its code is AVX2 code); the
+          table's ``isa`` column names it
   numpy   matmul/bmm via ``np.matmul`` (OpenBLAS), softmax and layernorm as numpy
           expressions (in place where numpy allows), conv2d as im2col + ``@``, attention as
           ``Q @ K.T``, softmax, ``@ V``
@@ -40,7 +44,7 @@ the previous one go to sleep), so that the load of a shared machine falls on all
 alike. Ratios are steps / numpy and steps / torch. A second table gives the same figures
 from each contender's best repetition, which another process on the machine disturbs least.
 The machine's peak is measured in the same run: an FMA microbenchmark (independent chains of
-vector FMAs at the target's vector width, compiled by the harness's compiler with the
+vector FMAs at each target's vector width, compiled by the harness's compiler with the
 target's flags; the best of many ~2 ms runs, since a peak is a capability) and a copy
 microbenchmark (64 MiB buffer, C, OpenMP; GB/s counting the bytes read and written, best of
 several, and at t threads never less than at fewer threads); ``%pk`` is the figure as a
@@ -432,7 +436,8 @@ def fmt_pct(v, width=5):
 
 def print_table(results, key: str) -> None:
     """One table of the results, figures from the times under ``key`` (median_s, min_s)."""
-    head = (f"{'case':10s} {'thr':>3s} {'unit':>7s} {'naive':>7s} {'steps':>7s} {'numpy':>7s} "
+    head = (f"{'case':10s} {'isa':>7s} {'thr':>3s} {'unit':>7s} {'naive':>7s} {'steps':>7s} "
+            f"{'numpy':>7s} "
             f"{'torch':>7s} {'st/np':>6s} {'st/pt':>6s} {'st%pk':>6s} {'np%pk':>6s} "
             f"{'pt%pk':>6s}  check")
     print(head)
@@ -445,7 +450,8 @@ def print_table(results, key: str) -> None:
         ok = "ok" if r["verified"] else f"FAILED ({r['max_error']:.3g})"
         libs = " ".join(f"{k}:{e:.2g}" if isinstance(e, float) else f"{k}:{e}"
                         for k, e in r["library_errors"].items())
-        print(f"{r['case']:10s} {r['threads']:3d} {r['unit']:>7s} {fmt(v['naive'])} "
+        isa = r["target"].replace("x86-", "")[:7]
+        print(f"{r['case']:10s} {isa:>7s} {r['threads']:3d} {r['unit']:>7s} {fmt(v['naive'])} "
               f"{fmt(v['steps'])} {fmt(v['numpy'])} {fmt(v['torch'])} "
               f"{fmt_ratio(ratio(v['steps'], v['numpy']))} "
               f"{fmt_ratio(ratio(v['steps'], v['torch']))} "
@@ -455,13 +461,8 @@ def print_table(results, key: str) -> None:
 
 
 def cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8", errors="replace"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    from dojo_core.machine import cpu_info
+    return cpu_info().model
 
 
 def main(argv=None) -> int:
@@ -475,6 +476,10 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", default=None,
                     help="comma-separated subset of: " + ", ".join(c[0] for c in CASES))
     ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
+    ap.add_argument("--target", default=None,
+                    help="comma-separated targets of the scheduled kernels and FMA peaks "
+                         "(default: this machine's; x86-avx512,x86-avx2 on an AVX-512 machine "
+                         "measures both ISAs' code in one run)")
     ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
@@ -498,23 +503,29 @@ def main(argv=None) -> int:
         if unknown:
             ap.error(f"unknown case(s): {', '.join(unknown)}")
         cases = [c for c in CASES if c[0] in wanted]
-    target = get_target(None)
+    targets = [get_target(n) for n in args.target.split(",")] if args.target \
+        else [get_target(None)]
+    target = targets[0]
     load_start = os.getloadavg()
-    print(f"PerfDojo vs libraries -- {cpu_model()}, {ncpu} cores, target {target.name}")
+    print(f"PerfDojo vs libraries -- {cpu_model()}, {ncpu} cores, target(s) "
+          f"{', '.join(t.name for t in targets)} (last-level cache {target.cache_bytes >> 20} MiB)")
     print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}")
     print(f"removed from the numpy/torch children's environment: {', '.join(UNSET)} "
           f"(set here: {', '.join(k for k in UNSET if k in os.environ) or 'none'})")
 
     # ---------------------------------------------------------------- peaks
-    peaks_lib = load_peaks_lib(target)
-    iters = fma_iters(peaks_lib)
-    fma = {t: fma_peak(peaks_lib, t, iters) for t in threads}
+    fmas = {}                # target name -> thread count -> FMA peak at its vector width
+    for tg in targets:
+        peaks_lib = load_peaks_lib(tg)
+        iters = fma_iters(peaks_lib)
+        fmas[tg.name] = {t: fma_peak(peaks_lib, t, iters) for t in threads}
     copy = {t: copy_bandwidth(peaks_lib, t) for t in threads}
     for t in threads:       # t threads can always do what fewer did (a loaded core)
         copy[t]["peak"] = max(copy[u]["best"] for u in threads if u <= t)
     for t in threads:
-        print(f"peak, {t} thread(s): FMA {fma[t]['best']:.1f} GFLOP/s (median of runs "
-              f"{fma[t]['median']:.1f}); copy 64 MiB {copy[t]['best']:.1f} GB/s "
+        fma_text = "; ".join(f"FMA {tg} {f[t]['best']:.1f} GFLOP/s (median of runs "
+                             f"{f[t]['median']:.1f})" for tg, f in fmas.items())
+        print(f"peak, {t} thread(s): {fma_text}; copy 64 MiB {copy[t]['best']:.1f} GB/s "
               f"(median {copy[t]['median']:.1f}; peak used: {copy[t]['peak']:.1f})")
 
     # ---------------------------------------------------------------- workers
@@ -532,7 +543,8 @@ def main(argv=None) -> int:
 
     results = []
     try:
-        for case, kname, sizes, unit in cases:
+        for target, (case, kname, sizes, unit) in ((tg, c) for tg in targets for c in cases):
+            fma = fmas[target.name]
             entry = info(kname)
             ref = load_kernel(kname, sizes)
             spath = steps_path(kname, target)     # NAME.TARGET.steps where one exists
@@ -553,7 +565,7 @@ def main(argv=None) -> int:
             naive = harness.measure(ref, inputs, min_time=args.min_time, min_reps=3,
                                     threads=1, library=lib_ref, timeout=600)
             row_common = {
-                "case": case, "kernel": kname, "sizes": s, "unit": unit,
+                "case": case, "target": target.name, "kernel": kname, "sizes": s, "unit": unit,
                 "work": work, "steps": str(spath.relative_to(ROOT)),
                 "verified": check["verified"], "verified_against": check["reference"],
                 "max_error": max(check["errors"].values(), default=0.0),
@@ -601,7 +613,7 @@ def main(argv=None) -> int:
                     "fraction_of_peak": {w: (v / peak if v else None) for w, v in best.items()}}
                 row["fraction_of_peak"] = {w: (v / peak if v else None) for w, v in val.items()}
                 results.append(row)
-                print(f"  measured {case} at {t} thread(s)", file=sys.stderr)
+                print(f"  measured {case} ({target.name}) at {t} thread(s)", file=sys.stderr)
     finally:
         for w in workers.values():
             w.close()
@@ -627,13 +639,18 @@ def main(argv=None) -> int:
     if args.out:
         doc = {
             "machine": {"cpu": cpu_model(), "cores": ncpu, "platform": platform.platform(),
-                        "target": target.name, "cflags": list(target.cflags),
+                        "target": target.name, "cache_bytes": target.cache_bytes,
+                        "targets": {tg.name: {"cflags": list(tg.cflags),
+                                              "ldflags": list(tg.ldflags)} for tg in targets},
+                        "cflags": list(target.cflags),
                         "ldflags": list(target.ldflags)},
             "compiler": lib_steps.compiled.compiler if results else None,
             "load_average": {"start": list(load_start), "end": list(load_end)},
             "env_unset_for_libraries": list(UNSET),
             "env_set_here": {k: os.environ[k] for k in UNSET if k in os.environ},
-            "peaks": {"fma_gflops": {str(t): fma[t] for t in threads},
+            "peaks": {"fma_gflops": {str(t): fmas[targets[0].name][t] for t in threads},
+                      "fma_gflops_by_target": {n: {str(t): f[t] for t in threads}
+                                               for n, f in fmas.items()},
                       "copy_gbs": {str(t): copy[t] for t in threads}},
             "libraries": {str(t): workers[t].hello for t in threads},
             "rounds": args.rounds, "min_time": args.min_time,

@@ -230,7 +230,8 @@ def test_vector_reductions_use_independent_accumulators():
     inputs["X"] = x
     want = interp.run(program, inputs)
     portable = replace(HOST, cflags=HOST.cflags + ("-DDOJO_PORTABLE",))   # no intrinsics
-    for target in (HOST, portable):
+    avx2 = (TARGETS["x86-avx2"],) if HOST_AVX2 else ()          # max/min through blendv
+    for target in (HOST, portable) + avx2:
         got = harness.run_c(program, inputs, target=target, opt=TEST_OPT)
         for name in ("s", "m", "n", "p"):
             assert np.all(np.isnan(got[name])), (name, got[name])
@@ -581,7 +582,9 @@ for i in 0..N vector:
 # contraction, 1.345 without: the generic target has no FMA on x86-64). Subnormal results:
 # within one unit of 2^-149 (measured 0.93).
 EXP_ULP = {"host": 1.07 if HOST.name == "x86-avx512" else 1.33, "portable": 1.33,
-           "generic": 1.35}
+           "generic": 1.35, "avx2": 1.33}
+# the AVX2 code runs on an AVX-512 host too (its target turns AVX-512 off)
+HOST_AVX2 = HOST.name in ("x86-avx512", "x86-avx2")
 EXP_SPECIALS = [np.nan, -np.nan, np.inf, -np.inf, 1e30, -1e30, 89.5, -104.5, 88.72283,
                 88.72284, -87.3365, -103.972, -103.973, 0.0, -0.0, 1e-30, -1e-40, 2e-45]
 
@@ -597,15 +600,22 @@ def _exp_sweep_inputs():
     return np.resize(x, n) if len(x) < n else x[:n]
 
 
-@pytest.mark.parametrize("variant", ["host", "portable", "generic"])
+@pytest.mark.parametrize("variant", ["host", "portable", "generic", "avx2"])
 def test_vector_exp_error_bound(variant):
     """The inline vector exp against float64 numpy.exp: the stated ulp bound for normal
     results, one unit of 2^-149 for subnormal ones, exact 0 and inf beyond the range,
-    -inf -> 0, inf -> inf, NaN -> NaN."""
+    -inf -> 0, inf -> inf, NaN -> NaN. The sweep's inputs mix in-range and out-of-range
+    lanes in one vector, so both paths of the SSE/AVX exp (a short one for vectors in
+    [-86, 86], the full-range one) are checked."""
+    if variant == "avx2" and not HOST_AVX2:
+        pytest.skip("needs an x86 host with AVX2")
     program = load_source(EXP_SWEEP)
-    target = {"host": HOST, "generic": TARGETS["generic"],
-              "portable": replace(HOST, cflags=HOST.cflags + ("-DDOJO_PORTABLE",))}[variant]
-    assert "dojo_vexpf_f32x" in generate_c(program, target)
+    target = {"host": HOST, "generic": TARGETS["generic"], "avx2": TARGETS["x86-avx2"],
+              "portable": replace(HOST, cflags=HOST.cflags + ("-DDOJO_PORTABLE",))}.get(variant)
+    text = generate_c(program, target)
+    assert "dojo_vexpf_f32x" in text
+    if variant == "avx2":
+        assert "_mm256_movemask_ps(" in text      # the short path for in-range vectors
     x = _exp_sweep_inputs()
     g = harness.run_c(program, {"X": x}, target=target)["E"].astype(np.float64)
     with np.errstate(over="ignore"):
@@ -768,6 +778,30 @@ def test_target_detection_from_cpuinfo():
     assert TARGETS["x86-avx512"].libmvec_name("erf", 32) == "_ZGVdN4v_erf"
     assert TARGETS["x86-avx2"].libmvec_name("powf", 32, 2) == "_ZGVdN8vv_powf"
     assert TARGETS["arm-neon"].libmvec_name("expf", 16) is None
+
+
+def test_cache_size_from_sysfs(tmp_path):
+    """The last-level data or unified cache of cpu0 (instruction caches left out); named
+    targets that run here carry it, foreign ones do not; the AVX2 target turns AVX-512 off
+    so that its code is AVX2 code on any host."""
+    from dojo_core.codegen.targets import get_target, host_cache_bytes, is_foreign, \
+        parse_cache_size
+    assert parse_cache_size("32768K\n") == 32 << 20 and parse_cache_size("1M") == 1 << 20
+    assert parse_cache_size("512") == 512 and parse_cache_size("big") == 0
+    for k, (level, kind, size) in enumerate([(1, "Data", "32K"), (1, "Instruction", "32K"),
+                                             (2, "Unified", "1024K"), (3, "Unified", "96M"),
+                                             (4, "Instruction", "8M")]):
+        d = tmp_path / f"index{k}"
+        d.mkdir()
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(kind + "\n")
+        (d / "size").write_text(size + "\n")
+    assert host_cache_bytes.__wrapped__(str(tmp_path)) == 96 << 20
+    assert host_cache_bytes.__wrapped__(str(tmp_path / "none")) == 0
+    for name, t in TARGETS.items():
+        got = get_target(name).cache_bytes
+        assert got == (0 if is_foreign(t) else host_cache_bytes()), name
+    assert "-mno-avx512f" in TARGETS["x86-avx2"].cflags
 
 
 def test_host_target():

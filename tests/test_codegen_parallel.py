@@ -1,7 +1,8 @@
 """Parallel loops in the generated C (dojo_core/codegen/parallel.py): a parallel loop without
 explicit vector code becomes an outlined function with ``restrict`` parameters called from
 an OpenMP region; the outputs equal the interpreter's at one and two threads; the cases
-it declines keep an inline ``omp parallel for``.
+it declines keep an inline ``omp parallel for``. Vector stores into an output the kernel
+only writes stream (non-temporal) past the cache, fenced by every thread.
 
 Regenerate the golden C (after reviewing the change!) with
 DOJO_UPDATE_GOLDEN=1 pytest tests/test_codegen_parallel.py -k golden.
@@ -158,3 +159,67 @@ def test_shares_of_a_triangular_range_and_its_empty_last_row(threads):
     assert "if (dojo_lo < i2 + 1 || dojo_hi > N) __builtin_unreachable();" in text
     assert "if (dojo_b < dojo_e) dojo_kernel_par1(dojo_b, dojo_e, X, Y, i2);" in text
     assert_matches_interp(program, threads)
+
+
+# --------------------------------------------------------------------------- streaming stores
+
+def _layernorm(sizes):
+    from dojo_core.kernels import load_kernel, steps_path
+    from dojo_core.steps import read_steps
+    program = load_kernel("layernorm", sizes)
+    return replay(program, [t for _, t in read_steps(steps_path("layernorm"))])
+
+
+def _with_cache(name, nbytes):
+    from dataclasses import replace
+
+    from dojo_core.codegen import TARGETS
+    return replace(TARGETS[name], cache_bytes=nbytes)
+
+
+def test_golden_streaming_stores_past_the_cache():
+    """Layernorm's output is only written: with arrays larger than the target's cache its
+    vector stores stream (non-temporal), and every thread fences them before the parallel
+    region's barrier; the kernel fences its own at the end."""
+    text = generate_c(_layernorm(None), _with_cache("x86-avx2", 1 << 20))
+    path = GOLDEN / "layernorm_streaming.c"
+    if os.environ.get("DOJO_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text()
+    assert "dojo_stream_f32x8(&Y[" in text and "_mm256_stream_ps" in text
+    assert "#pragma omp parallel\n  {\n    #pragma omp for nowait\n" in text
+    assert text.count("dojo_sfence();") == 2
+
+
+def test_no_streaming_stores_within_the_cache_or_into_arrays_read_back():
+    """Arrays that fit in the cache keep ordinary stores (their reader may find them there),
+    and so does an output the kernel reads again (softmax divides Y in place); a target
+    with an unknown cache size (0) never streams."""
+    from dojo_core.kernels import load_kernel, steps_path
+    from dojo_core.steps import read_steps
+    program = _layernorm(None)
+    assert "stream" not in generate_c(program, _with_cache("x86-avx2", 64 << 20))
+    assert "stream" not in generate_c(program, _with_cache("x86-avx512", 0))
+    softmax = replay(load_kernel("softmax"), [t for _, t in read_steps(steps_path("softmax"))])
+    assert "stream" not in generate_c(softmax, _with_cache("x86-avx512", 1 << 10))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("isa", ["x86-avx512", "x86-avx2", "generic"])
+def test_streamed_outputs_equal_the_interpreter(isa, threads):
+    """Rows of 75 floats (300 bytes): most rows start unaligned, so the vectors of a row take
+    both the streaming store and its ordinary fallback, then the narrower segments and the
+    scalar remainder."""
+    from dojo_core.codegen import detect_host_target
+    host = detect_host_target()
+    if isa != "generic" and (host.arch != "x86_64" or (isa == "x86-avx512"
+                                                       and host.name != "x86-avx512")):
+        pytest.skip(f"{isa} code does not run here")
+    program = _layernorm({"N": 19, "M": 75})
+    target = _with_cache(isa, 1 << 10)
+    if isa != "generic":
+        assert "dojo_stream_f32x" in generate_c(program, target)
+    inputs = random_inputs(program, 3)
+    got = harness.run_c(program, inputs, target=target, opt="-O2", threads=threads)
+    errors = harness.compare(got, interp.run(program, inputs), program)
+    assert all(e <= 1 for e in errors.values()), errors

@@ -23,7 +23,10 @@ Locals declared inside are private. A parallel loop holding explicit vector code
 that writes a scalar local declared outside it, stays an inline ``#pragma omp parallel
 for`` (``parallel.outline`` says why). ``unroll`` -> ``#pragma GCC unroll N``; ``vector`` ->
 explicit SIMD with GCC vector types (``c_vector``), or ``#pragma omp simd`` (with reductions through private scalars) when
-the loop's accesses are not unit-stride or invariant; ``gpu.*`` annotations are ignored
+the loop's accesses are not unit-stride or invariant (streaming stores, past the cache,
+into outputs the kernel only writes: a parallel loop holding them becomes ``omp parallel``
++ ``omp for nowait``, each thread fencing its stores, and the kernel fences at its end);
+``gpu.*`` annotations are ignored
 (the loops run sequentially). Value semantics are the interpreter's (``c_expr``).
 
 Annotations are trusted: the transformations only add legal ones; a hand-written
@@ -37,6 +40,7 @@ from math import prod
 from .. import ir
 from ..poly import const_value
 from . import c_vector, parallel
+from .c_math import streamable_arrays
 from .c_expr import (CTYPES, ITEMSIZE, MUL, Buffer, ExprGen, Helpers, c_names, context_type,
                      paren, promote)
 from .targets import MVEC_FUNCTIONS, Target, get_target
@@ -73,6 +77,7 @@ class CGenerator:
         self.lines = []
         self.outlined = []          # static functions of parallel loops, callees first
         self.counter = 0
+        self._streamable = None     # arrays whose vector stores may stream (streamable)
 
     def fresh(self, base: str) -> str:
         self.counter += 1
@@ -97,6 +102,8 @@ class CGenerator:
             sizes = ", ".join(f"{self.names[n]} = {v}" for n, v in p.sizes)
             self.emit(1, f"const int64_t {sizes};")
         self.block(p.body, 1)
+        if self.vector.streams:
+            self.emit(1, "dojo_sfence();")
         body = self.lines[body_start:]
         out = [self._banner()]
         out += [f"#include <{h}>" for h in sorted(self.includes)]
@@ -131,6 +138,12 @@ class CGenerator:
         out += self.helpers.text()
         out += self.vector.prelude()
         return out
+
+    def streamable(self, name: str) -> bool:
+        """True when vector stores into kernel array ``name`` may stream (``c_math``)."""
+        if self._streamable is None:
+            self._streamable = streamable_arrays(self.program, self.target)
+        return name in self._streamable
 
     def _check_dtype(self, dtype, node):
         if dtype not in CTYPES:
@@ -225,6 +238,7 @@ class CGenerator:
                 return
             self.simd_fallback(stmt, depth)
             return
+        start, streams = len(self.lines), self.vector.streams
         if "parallel" in ann:
             if parallel.outline(self, stmt, depth):
                 return
@@ -236,6 +250,14 @@ class CGenerator:
         self.emit(depth, self.header(stmt) + " {")
         self.block(stmt.body, depth + 1)
         self.emit(depth, "}")
+        if "parallel" in ann and self.vector.streams != streams:
+            # streaming stores are weakly ordered: every thread fences its own before the
+            # region's closing barrier publishes them
+            pad = INDENT * depth
+            inner = [INDENT + line for line in self.lines[start + 1:]]
+            self.lines[start:] = [pad + "#pragma omp parallel", pad + "{",
+                                  pad + INDENT + "#pragma omp for nowait"] + inner + \
+                                 [pad + INDENT + "dojo_sfence();", pad + "}"]
 
     def extent(self, stmt):
         lo, hi = const_value(stmt.lo, self.sizes), const_value(stmt.hi, self.sizes)

@@ -14,15 +14,19 @@ ones, so no single dependency chain limits the loop), combined pairwise after it
 runs in segments of the widest vector that fits the extent (the target's width, then halves
 down to 16 bytes), then a scalar remainder. A float division by a loop-invariant value
 multiplies by its reciprocal, computed once before the loop (``_div_invariant``). f32
-``exp`` is an inline polynomial (``VEXPF``, <= 1.35 ulp; AVX-512 1.07 ulp) unless the
-target's ``vector_exp`` asks for libmvec; the other exp/log/tanh/erf/pow call glibc's
-libmvec vector variants directly where the target has them (``_ZGVeN16v_tanhf``), else a
+``exp`` is an inline polynomial (``c_math.vexpf_text``, <= 1.35 ulp; AVX-512 1.07 ulp)
+unless the target's ``vector_exp`` asks for libmvec; the other exp/log/tanh/erf/pow call
+glibc's libmvec vector variants directly where the target has them (``_ZGVeN16v_tanhf``), else a
 per-lane loop of the scalar function; ``sqrt`` is a per-lane loop that gcc turns into the
 vector instruction. Anything else falls back to ``#pragma omp simd``
-(``c.CGenerator.simd_fallback``). Measured on Zen 5 (softmax 4096 x 1024, one thread, best
-repetitions): the inline exp, 4 accumulators and the reciprocal took the ``.steps`` schedule
-from 11-12 GB/s (libmvec, one accumulator, division) to about 24 GB/s; with libmvec instead
-of the inline exp it is 12-15 GB/s.
+(``c.CGenerator.simd_fallback``). An ``=`` store into an output the kernel never reads
+is a streaming (non-temporal) store on x86 when the kernel's arrays exceed the target's
+last-level cache (``c_math.streamable_arrays``); x86 max/min reductions use the
+instructions with a NaN fix-up (a masked move with AVX-512, a blend with AVX or SSE4.1).
+Measured on Zen 5 (softmax 4096 x 1024, one thread, best repetitions): the inline exp, 4
+accumulators and the reciprocal took the ``.steps`` schedule from 11-12 GB/s (libmvec, one
+accumulator, division) to about 24 GB/s; with libmvec instead of the inline exp it is 12-15
+GB/s.
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ from .. import ir
 from ..poly import const_value
 from .c_expr import (CTYPES, ITEMSIZE, MUL, PRIMARY, UNARY, ADD, context_type, int_tree,
                      literal, paren)
+from .c_math import IMMINTRIN, SFENCE, can_stream, stream_text, vexpf_text
 from .targets import MVEC_FUNCTIONS
 
 
@@ -110,59 +115,12 @@ _IDENTITY = {"+=": 0, "*=": 1, "max=": float("-inf"), "min=": float("inf")}
 ACCUMULATORS = 4            # independent vector accumulators per reduction (extent allowing)
 
 
-_IMMINTRIN = """#if (defined(__x86_64__) || defined(__i386__)) && !defined(DOJO_PORTABLE)
-#include <immintrin.h>
-#endif"""
-
-# expf on f32 vectors without libm (the f32 ``exp`` of vector loops unless the target asks
-# for libmvec). x is clamped to [-104, 89] (e^-104 rounds to 0, e^89 overflows; the x86
-# min/max operand order lets NaN through), reduced to x = n ln2 + r with n = rint(x / ln2),
-# |r| <= ln2/2, ln2 in two parts (Cody-Waite: ln2_hi has 15 bits, so n * ln2_hi is exact for
-# |n| <= 150); e^r is 1 + r q(r), q of degree 5 (a degree-6 polynomial for e^r) fitted for
-# minimal relative error on |r| <= ln2/2 (0.3 * 2^-24 after rounding the coefficients to
-# float). Then 2^n: with AVX-512 one vscalefps (rounds once, also into the subnormal range,
-# overflows to inf); elsewhere two normal factors 2^(n>>1) and 2^(n - (n>>1)) built by
-# integer shifts of n, which sits in the low mantissa bits of z = x / ln2 + 1.5 * 2^23.
-# Error (float32 result vs float64 numpy.exp, every float in [-104, 89]; test:
-# tests/test_codegen_c.py, a dense sweep): AVX-512 at most 1.07 ulp (measured 1.061), the
-# shift path 1.33 ulp with FMA contraction (1.321), 1.35 without (1.345, x86-64 baseline),
-# for normal results; within one unit of 2^-149 for subnormal results; exactly 0 below
-# about -103.97 and for -inf, inf above about 88.72 and for inf, NaN for NaN.
-_VEXPF_POLY = """r * (0x1p+0f + r * (0x1.fffffcp-2f + r * (0x1.555418p-3f + r * (0x1.555826p-5f
-        + r * (0x1.12682ep-7f + r * 0x1.6ae68ep-10f)))))"""
-VEXPF = """/* expf on {lanes} lanes without libm: max error 1.07 ulp with AVX-512, else 1.35 ulp
-   (see VEXPF in PerfDojo's c_vector.py) */
-static inline {V} {name}({V} x)
-{{
-  {V} n, r;
-{avx512}  {VI} k, k1;
-  {V} z, p, s1, s2;
-  x = {select}(x < {splat}(-104.0f), {splat}(-104.0f), x);
-  x = {select}(x > {splat}(89.0f), {splat}(89.0f), x);
-  z = x * 0x1.715476p+0f + 0x1.8p+23f;               /* n + 1.5 * 2^23, n = rint(x / ln2) */
-  n = z - 0x1.8p+23f;
-  r = x - n * 0x1.62e4p-1f - n * 0x1.7f7d1cp-20f;    /* x - n ln2, |r| <= ln2 / 2 */
-  p = """ + _VEXPF_POLY + """;                            /* e^r - 1 */
-  k = ({VI})z - 0x4b400000;                          /* n */
-  k1 = k >> 1;
-  s1 = ({V})((k1 + 127) << 23);                      /* 2^(n >> 1) */
-  s2 = ({V})((k - k1 + 127) << 23);                  /* 2^(n - (n >> 1)) */
-  return (p * s1 + s1) * s2;
-{endif}}}"""
-VEXPF_AVX512 = """#if defined({isa}) && !defined(DOJO_PORTABLE)
-  x = ({V}){p}_min_ps({p}_set1_ps(89.0f), {p}_max_ps({p}_set1_ps(-104.0f), ({m})x));
-  n = ({V}){p}_roundscale_ps(({m})(x * 0x1.715476p+0f), 0);   /* rint(x / ln2) */
-  r = x - n * 0x1.62e4p-1f - n * 0x1.7f7d1cp-20f;    /* x - n ln2, |r| <= ln2 / 2 */
-  return ({V}){p}_scalef_ps(({m})(0x1p+0f + """ + _VEXPF_POLY + """), ({m})n);       /* e^r 2^n */
-#else
-"""
-
-
 class VectorLowering:
     def __init__(self, gen):
         self.gen = gen
         self.types = set()          # (element dtype, lanes)
         self.helpers = {}           # name -> (order key, text)
+        self.streams = 0            # streaming (non-temporal) stores emitted so far
 
     # ------------------------------------------------------------------ prelude
 
@@ -209,17 +167,26 @@ class VectorLowering:
             if not t.startswith("f") or nb not in (16, 32, 64):
                 return self.need(name, 1, f"static inline {V} {name}({V} a, {V} b) {{ return "
                                  f"{portable}; }}")
-            # AVX-512: x86 max/min give (a > b ? a : b) / (a < b ? a : b), the second operand
-            # for a NaN, so only a NaN in a needs a masked move (3 instructions, not 5)
-            self.need("0immintrin", -1, _IMMINTRIN)
+            # x86 max/min give (a > b ? a : b) / (a < b ? a : b), the second operand for a
+            # NaN, so only a NaN in a needs a masked move (AVX-512) or a blend (AVX, SSE4.1):
+            # 3 instructions, not 5
+            self.need("0immintrin", -1, IMMINTRIN)
             p = {64: "_mm512", 32: "_mm256", 16: "_mm"}[nb]
             m, sfx = f"__m{8 * nb}" + ("" if t == "f32" else "d"), "ps" if t == "f32" else "pd"
             isa = "__AVX512F__" if nb == 64 else "__AVX512VL__"
+            op = f"{p}_{kind[1:]}_{sfx}(({m})a, ({m})b)"
+            blend = ""
+            if nb < 64:
+                unord = f"_mm256_cmp_{sfx}(({m})a, ({m})a, _CMP_UNORD_Q)" if nb == 32 else \
+                    f"_mm_cmpunord_{sfx}(({m})a, ({m})a)"
+                blend = (f"#elif defined({'__AVX__' if nb == 32 else '__SSE4_1__'}) && "
+                         f"!defined(DOJO_PORTABLE)\n"
+                         f"  return ({V}){p}_blendv_{sfx}({op}, ({m})a, {unord});\n")
             return self.need(name, 1, f"""static inline {V} {name}({V} a, {V} b)
 {{
 #if defined({isa}) && !defined(DOJO_PORTABLE)
-  return ({V}){p}_mask_mov_{sfx}({p}_{kind[1:]}_{sfx}(({m})a, ({m})b), {p}_cmp_{sfx}_mask(({m})a, ({m})a, _CMP_UNORD_Q), ({m})a);
-#else
+  return ({V}){p}_mask_mov_{sfx}({op}, {p}_cmp_{sfx}_mask(({m})a, ({m})a, _CMP_UNORD_Q), ({m})a);
+{blend}#else
   return {portable};
 #endif
 }}""")
@@ -270,21 +237,15 @@ class VectorLowering:
         raise KeyError(kind)
 
     def _vexpf(self, lanes: int) -> str:
-        """Name of the inline vector expf on f32 x lanes (VEXPF), its text registered."""
+        """Name of the inline vector expf on f32 x lanes (``c_math``), its text registered."""
         V, VI = self.vt("f32", lanes), self.vt("i32", lanes)
         self.types.update({("f32", lanes), ("i32", lanes)})
-        nb = 4 * lanes
-        avx512, endif = "", ""
-        if nb in (16, 32, 64):
-            self.need("0immintrin", -1, _IMMINTRIN)
-            isa = "__AVX512F__" if nb == 64 else "__AVX512VL__"
-            prefix = {64: "_mm512", 32: "_mm256", 16: "_mm"}[nb]
-            avx512 = VEXPF_AVX512.format(isa=isa, V=V, p=prefix, m=f"__m{8 * nb}")
-            endif = "#endif\n"
         name = f"dojo_vexpf_f32x{lanes}"
-        return self.need(name, 3, VEXPF.format(
-            name=name, V=V, VI=VI, lanes=lanes, avx512=avx512, endif=endif,
-            splat=self._helper("splat", "f32", lanes), select=self._helper("select", "f32", lanes)))
+        text, intrinsics = vexpf_text(name, V, VI, lanes, self._helper("splat", "f32", lanes),
+                                      self._helper("select", "f32", lanes))
+        if intrinsics:
+            self.need("0immintrin", -1, IMMINTRIN)
+        return self.need(name, 3, text)
 
     def _scalar(self, fn: str, t: str) -> str:
         if t in ("i32", "i64"):
@@ -299,12 +260,12 @@ class VectorLowering:
         """C lines of the lowered loop, or None (nothing recorded) to fall back."""
         gen = self.gen
         saved = (set(gen.helpers.used), dict(gen.helpers.extra), set(gen.libm),
-                 set(self.types), dict(self.helpers), gen.counter)
+                 set(self.types), dict(self.helpers), gen.counter, self.streams)
         try:
             return self._lower(loop)
         except _NoVector:
             (gen.helpers.used, gen.helpers.extra, gen.libm, self.types, self.helpers,
-             gen.counter) = saved
+             gen.counter, self.streams) = saved
             return None
 
     def _lower(self, loop):
@@ -391,7 +352,7 @@ class VectorLowering:
                     ptr = f"&{gen.ex.lvalue(target)}"
                     cur = f"{self._helper('load', T, lanes)}({ptr})"
                     value = self._combine(stmt.op, cur, code, T, lanes)
-                    out.append(f"{self._helper('store', T, lanes)}({ptr}, {value});")
+                    out.append(f"{self._store(stmt, T, lanes)}({ptr}, {value});")
                 else:
                     acc = reds[r][2][u]
                     r += 1
@@ -436,6 +397,22 @@ class VectorLowering:
                 lines.append(f"  {target} = {self._scalar(stmt.op[:3], T)}({target}, {red});")
         lines.append("}")
         return lines
+
+    def _store(self, stmt, T, lanes) -> str:
+        """The helper that stores a vector of a statement's target: a streaming store
+        (``c_math.stream_text``) for an ``=`` into an array the kernel only writes, when
+        its arrays exceed the cache (``CGenerator.streamable``), else an ordinary one."""
+        buf = self.gen.ex.buffers[stmt.target.array]
+        nb = lanes * ITEMSIZE[T]
+        if stmt.op != "=" or buf.dtype != T or not can_stream(nb, T) \
+                or not self.gen.streamable(stmt.target.array):
+            return self._helper("store", T, lanes)
+        self.streams += 1
+        self.types.add((T, lanes))
+        self.need("0immintrin", -1, IMMINTRIN)
+        self.need("0sfence", 0, SFENCE)
+        name = f"dojo_stream_{T}x{lanes}"
+        return self.need(name, 0, stream_text(name, self.vt(T, lanes), CTYPES[T], nb, T))
 
     def _combine(self, op, cur, item, T, lanes):
         code, prec = item

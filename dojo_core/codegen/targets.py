@@ -33,7 +33,10 @@ clang 14 (``-riscv-v-vector-bits-min=256``) against the riscv64 gcc's sysroot; c
 OpenMP calls libomp's ``__kmpc_*`` entry points, which ``cross.KMPC_SHIM`` maps onto the
 cross libgomp (Debian has no riscv64 libomp).
 
-x86-avx2 adds ``-mtune=haswell``: tuned for Zen 3 (gcc 12's ``-march=native`` there), gcc
+x86-avx2 adds ``-mno-avx512f``, so that its code is AVX2 code on a machine with AVX-512
+too (``-march=native`` there would let gcc use 32 vector registers, EVEX encodings and the
+AVX-512VL paths of the vector helpers): measured here, it is what an AVX2 machine runs.
+It also adds ``-mtune=haswell``: tuned for Zen 3 (gcc 12's ``-march=native`` there), gcc
 folds every load of an unrolled register tile into its FMA as a memory operand, so a 4x16
 GEMM micro-kernel reloads each B vector once per row and becomes load-bound (about 45
 GFLOP/s); Haswell's cost model keeps the two B vectors in registers (about 78 GFLOP/s, 76% of
@@ -43,9 +46,13 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import glob
+import os
 import platform
 from dataclasses import dataclass, replace
 from functools import lru_cache
+
+from ..machine import cpuinfo_text, parse_cpuinfo
 
 COMMON_FLAGS = ("-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math",
                 "-ffp-contract=fast", "-std=gnu11")
@@ -89,6 +96,11 @@ class Target:
     vector_exp: str = "poly"
     # how to build and run it on another ISA (None: native only)
     cross: CrossRoute = None
+    # bytes of the last-level cache the code runs with (0: unknown). Filled from the
+    # machine (``host_cache_bytes``) by ``get_target``/``detect_host_target`` for targets
+    # that run here; the C generator streams stores (non-temporal) past a kernel whose
+    # arrays do not fit in it
+    cache_bytes: int = 0
 
     @property
     def flags(self) -> tuple:
@@ -132,7 +144,8 @@ TARGETS = {
         ("-lmvec", "-lm"), _X86_MVEC, _ALL_MVEC,
         "x86-64 with AVX-512: 512-bit vectors (16 f32 lanes)"),
     "x86-avx2": Target(
-        "x86-avx2", "x86_64", 32, COMMON_FLAGS + ("-march=native", "-mtune=haswell"),
+        "x86-avx2", "x86_64", 32,
+        COMMON_FLAGS + ("-march=native", "-mno-avx512f", "-mtune=haswell"),
         ("-lmvec", "-lm"), _X86_MVEC, _ALL_MVEC,
         "x86-64 with AVX2 and FMA: 256-bit vectors (8 f32 lanes)"),
     "arm-neon": Target(
@@ -167,29 +180,57 @@ TARGETS = {
 
 
 def get_target(name) -> Target:
-    """A target by name (a Target passes through); KeyError names the known ones."""
+    """A target by name (a Target passes through); KeyError names the known ones. A named
+    target whose code runs natively here carries this machine's cache size."""
     if isinstance(name, Target):
         return name
     if name is None:
         return detect_host_target()
     try:
-        return TARGETS[name]
+        target = TARGETS[name]
     except KeyError:
         raise KeyError(f"unknown target {name!r} (known: {', '.join(TARGETS)})") from None
+    return _with_host_cache(target)
+
+
+def _with_host_cache(target: Target) -> Target:
+    if target.cache_bytes or is_foreign(target):
+        return target
+    return replace(target, cache_bytes=host_cache_bytes())
+
+
+def parse_cache_size(text: str) -> int:
+    """Bytes of a sysfs cache ``size`` text (``32768K``, ``1M``, ``512``); 0 if unreadable."""
+    text = text.strip().upper()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    digits = text[:-1] if text[-1:] in "KMG" else text
+    return int(digits) * scale if digits.isdigit() else 0
+
+
+@lru_cache(maxsize=1)
+def host_cache_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """The size of this machine's last-level data (or unified) cache, as Linux reports it
+    for cpu0 (``/sys/devices/system/cpu/cpu0/cache/index*/``); 0 where it is not known."""
+    best = (0, 0)
+    for index in glob.glob(os.path.join(root, "index*")):
+        try:
+            with open(os.path.join(index, "type"), encoding="ascii") as f:
+                kind = f.read().strip()
+            with open(os.path.join(index, "level"), encoding="ascii") as f:
+                level = int(f.read().strip())
+            with open(os.path.join(index, "size"), encoding="ascii") as f:
+                size = parse_cache_size(f.read())
+        except (OSError, ValueError):
+            continue
+        if kind in ("Data", "Unified"):
+            best = max(best, (level, size))
+    return best[1]
 
 
 def _cpuinfo_flags(text: str) -> tuple:
-    """(arch guess, set of feature words) from the text of /proc/cpuinfo."""
-    words = set()
-    isa = ""
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        key = key.strip().lower()
-        if key in ("flags", "features"):
-            words.update(value.split())
-        elif key == "isa":
-            isa = value.strip().lower()
-    return isa, words
+    """(RISC-V isa line, set of feature words) from the text of /proc/cpuinfo (machine.py)."""
+    info = parse_cpuinfo(text)
+    return info.isa, set(info.words)
 
 
 def target_from_cpuinfo(text: str, machine: str) -> Target:
@@ -264,18 +305,14 @@ def _sve_length(target: Target) -> Target:
 def detect_host_target() -> Target:
     """The target of this machine (from /proc/cpuinfo), libmvec narrowed to what the
     installed glibc provides."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        text = ""
-    target = target_from_cpuinfo(text, platform.machine())
+    target = target_from_cpuinfo(cpuinfo_text(), platform.machine())
     if target.name == "arm-sve":
         target = _sve_length(target)
     if target.libmvec:
         target = target.with_libmvec(_libmvec_functions(target))
-    return target
+    return _with_host_cache(target)
 
 
 __all__ = ["Target", "CrossRoute", "TARGETS", "MVEC_FUNCTIONS", "get_target",
-           "detect_host_target", "target_from_cpuinfo", "host_arch", "is_foreign"]
+           "detect_host_target", "target_from_cpuinfo", "host_arch", "is_foreign",
+           "host_cache_bytes", "parse_cache_size"]
