@@ -47,7 +47,7 @@ def _usage(text: str) -> int:
 
 
 def cmd_search(args) -> int:
-    from ..cli import parse_size_args
+    from ..source import parse_size_args
     from ..records import RecordStore
     from ..source import load_file
     from . import AGENTS, make_agent
