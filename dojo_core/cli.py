@@ -18,8 +18,7 @@ Commands
             run a search agent (dojo_core/agents/cli.py); one JSON object
 
 Guarantees (tests and outside tools rely on them)
-  * Exit 0 on success, 1 on any refusal, 2 on a usage error or a feature that
-    is not available yet.
+  * Exit 0 on success, 1 on any refusal, 2 on a usage error.
   * Every refusal is one line per error on stderr.  Errors in the kernel read
     ``FILE:LINE:COL: message``; errors in a steps file read
     ``S:LINE:1: step 'TEXT': REASON``; errors in .npz files read ``PATH: message``.
@@ -38,12 +37,8 @@ import os
 import sys
 
 from .errors import DojoError
-
-RESERVED = {}
-
-
-class NpzError(Exception):
-    """A refusal about an .npz file; str() is the whole one-line message."""
+from .npz import NpzError, read_inputs, write_outputs
+from .source import parse_size_args
 
 
 def _eprint(text: str) -> None:
@@ -51,20 +46,6 @@ def _eprint(text: str) -> None:
 
 
 # --------------------------------------------------------------------------- arguments
-
-def parse_size_args(values, filename: str) -> dict:
-    """{'N': 64, ...} from ['N=64', ...]; a malformed item is a DojoError at FILE:1:1."""
-    sizes = {}
-    for item in values or ():
-        name, sep, value = item.partition("=")
-        name, value = name.strip(), value.strip()
-        ok = sep and name.isidentifier() and value.isdigit() and int(value) >= 1
-        if not ok:
-            raise DojoError(f"--size '{item}': expected NAME=VALUE with a positive integer VALUE",
-                            1, 1, filename)
-        sizes[name] = int(value)
-    return sizes
-
 
 def load_state(args):
     """The checked kernel of args.file at args.size, after the steps of args.steps (if any)."""
@@ -107,144 +88,25 @@ def cmd_actions(args) -> int:
     return 0
 
 
-def _eval_int(expr, env: dict) -> int:
-    """An integer dimension expression (Const, Var of a size, + - * // %, -x, min/max)."""
-    from . import ir
-
-    if isinstance(expr, ir.Const):
-        return int(expr.value)
-    if isinstance(expr, ir.Var):
-        return int(env[expr.name])
-    if isinstance(expr, ir.Neg):
-        return -_eval_int(expr.operand, env)
-    if isinstance(expr, ir.Call) and expr.func in ("min", "max"):
-        values = [_eval_int(a, env) for a in expr.args]
-        return min(values) if expr.func == "min" else max(values)
-    if isinstance(expr, ir.BinOp):
-        a, b = _eval_int(expr.lhs, env), _eval_int(expr.rhs, env)
-        ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-               "//": lambda: a // b, "%": lambda: a % b}
-        if expr.op in ops:
-            return ops[expr.op]()
-    raise ValueError(f"not an integer dimension: {expr!r}")
-
-
-_NUMPY_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "i32": "int32", "i64": "int64",
-                 "i8": "int8"}
-
-
-def _interp_helper(name: str):
-    """interp.<name> if the interpreter module provides it, else None."""
-    try:
-        from . import interp
-    except ImportError:
-        return None
-    return getattr(interp, name, None)
-
-
-def array_shape(program, decl) -> tuple:
-    """The concrete shape of an array declaration at the program's sizes."""
-    helper = _interp_helper("array_shape")
-    if helper is not None:
-        return tuple(int(d) for d in helper(program, decl))
-    return tuple(_eval_int(d, program.size_values) for d in decl.dims)
-
-
-def numpy_dtype(dtype: str):
-    """The numpy dtype that holds a Dojo dtype in .npz files."""
-    import numpy as np
-
-    helper = _interp_helper("numpy_dtype")
-    if helper is not None:
-        return np.dtype(helper(dtype))
-    if dtype not in _NUMPY_DTYPES:
-        raise DojoError(f"dtype {dtype} is not supported by the interpreter")
-    return np.dtype(_NUMPY_DTYPES[dtype])
-
-
-def _shape_text(shape) -> str:
-    return "[" + ", ".join(str(d) for d in shape) + "]"
-
-
-def read_inputs(program, path: str) -> dict:
-    """The kernel's in and inout arrays from an .npz file, checked for presence, shape, dtype."""
-    import zipfile
-
-    import numpy as np
-
-    needed = [d for d in program.arrays if d.kind in ("in", "inout")]
-    if not needed:
-        return {}
-    try:
-        npz = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise NpzError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise NpzError(f"{path}: is a directory") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise NpzError(f"{path}: not an .npz file ({type(exc).__name__})") from None
-    if not isinstance(npz, np.lib.npyio.NpzFile):
-        raise NpzError(f"{path}: not an .npz file (a single .npy array)")
-    inputs = {}
-    with npz:
-        for decl in needed:
-            if decl.name not in npz.files:
-                names = ", ".join(d.name for d in needed)
-                raise NpzError(f"{path}: missing input array '{decl.name}' "
-                               f"(kernel {program.name} reads {names})")
-            try:
-                arr = npz[decl.name]
-            except Exception as exc:                                   # noqa: BLE001
-                raise NpzError(f"{path}: array '{decl.name}' cannot be read ({exc})") from None
-            shape, dtype = array_shape(program, decl), numpy_dtype(decl.dtype)
-            if arr.shape != shape:
-                raise NpzError(f"{path}: input array '{decl.name}' has shape {_shape_text(arr.shape)}, "
-                               f"expected {_shape_text(shape)}")
-            if arr.dtype != dtype:
-                raise NpzError(f"{path}: input array '{decl.name}' has dtype {arr.dtype}, "
-                               f"expected {dtype} ({decl.dtype})")
-            inputs[decl.name] = arr
-    return inputs
-
-
-def write_outputs(program, outputs: dict, path: str) -> None:
-    """The kernel's out and inout arrays into an .npz file (written whole, then renamed)."""
-    import numpy as np
-
-    arrays = {}
-    for decl in program.arrays:
-        if decl.kind in ("out", "inout"):
-            if decl.name not in outputs:
-                raise RuntimeError(f"the interpreter returned no array '{decl.name}'")
-            arrays[decl.name] = np.asarray(outputs[decl.name], dtype=numpy_dtype(decl.dtype))
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise NpzError(f"{path}: cannot write outputs ({exc.strerror or exc})") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def _c_errors(filename: str):
-    """A context turning C back-end failures into located one-line DojoErrors."""
+def c_errors(filename: str):
+    """A context turning C back-end failures into located one-line DojoErrors, named by
+    the failure's type (a refused cross target, compile, run, code generation)."""
     from contextlib import contextmanager
+
+    from .codegen import CodegenError
+    from .compile import CompileError
+    from .cross import TargetUnavailable
+    from .harness import RunError
+    kinds = ((TargetUnavailable, "C target refused"), (CompileError, "C compile failed"),
+             (RunError, "C run failed"), (CodegenError, "C code generation failed"))
 
     @contextmanager
     def ctx():
-        from .codegen import CodegenError
-        from .compile import CompileError
-        from .harness import RunError
         try:
             yield
         except (CompileError, RunError, CodegenError) as exc:
             lines = [l.strip() for l in str(exc).splitlines() if l.strip()]
-            kind = {"CompileError": "C compile failed", "RunError": "C run failed",
-                    "CodegenError": "C code generation failed",
-                    "TargetUnavailable": "C target refused"}[type(exc).__name__]
+            kind = next(k for t, k in kinds if isinstance(exc, t))
             raise DojoError(f"{kind}: " + " | ".join(lines[:4]), 1, 1, filename) from None
     return ctx()
 
@@ -254,7 +116,7 @@ def cmd_run(args) -> int:
     inputs = read_inputs(program, args.inputs)
     if args.backend == "c":
         from .harness import run_c
-        with _c_errors(args.file):
+        with c_errors(args.file):
             outputs = run_c(program, inputs, isa_target(args))
     else:
         from . import interp
@@ -265,14 +127,14 @@ def cmd_run(args) -> int:
 
 def isa_target(args):
     """The codegen.targets Target named by --isa (default: this machine's)."""
-    from .codegen.targets import TARGETS, detect_host_target
+    from .codegen.targets import TARGETS, detect_host_target, get_target
     name = getattr(args, "isa", None)
     if not name:
         return detect_host_target()
     if name not in TARGETS:
         raise DojoError(f"--isa '{name}': unknown target (known: {', '.join(TARGETS)})",
                         1, 1, args.file)
-    return TARGETS[name]
+    return get_target(name)
 
 
 def cmd_codegen(args) -> int:
@@ -282,7 +144,7 @@ def cmd_codegen(args) -> int:
         _write(generate_cuda(program))   # a CudaCodegenError is a located DojoError
         return 0
     from .codegen import generate_c
-    with _c_errors(args.file):
+    with c_errors(args.file):
         _write(generate_c(program, isa_target(args)))
     return 0
 
@@ -317,7 +179,7 @@ def cmd_bench(args) -> int:
                         f"measurement (check correctness with `run --backend c --isa "
                         f"{target.name}`)", 1, 1, args.file)
     inputs = random_inputs(reference, 0)
-    with _c_errors(args.file):
+    with c_errors(args.file):
         lib = harness.build(program, target)
         check = harness.verify(program, reference, inputs, target=target, library=lib)
         timing = harness.measure(program, inputs, min_time=args.min_time, threads=args.threads,
@@ -377,11 +239,6 @@ def cmd_library(args) -> int:
         return 1
 
 
-def cmd_reserved(args) -> int:
-    _eprint(f"{args.command}: not available yet")
-    return 2
-
-
 # --------------------------------------------------------------------------- parser and main
 
 def build_parser() -> argparse.ArgumentParser:
@@ -431,14 +288,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_library_parser(sub, cmd_library)
     from .agents.cli import add_search_parser, cmd_search
     add_search_parser(command, cmd_search)
-    for name, help_text in RESERVED.items():
-        p = sub.add_parser(name, help=f"{help_text} (not available yet)", add_help=True)
-        p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(func=cmd_reserved)
     return parser
 
 
-def _internal(filename: str, exc: BaseException) -> str:
+def internal_error(filename: str, exc: BaseException) -> str:
+    """The one-line report of an unexpected exception (a bug): FILE:1:1: internal error: ..."""
     detail = " ".join(str(exc).split()) or "(no message)"
     return f"{filename}:1:1: internal error: {type(exc).__name__}: {detail}"
 
@@ -464,7 +318,7 @@ def main(argv=None) -> int:
     except (KeyboardInterrupt, BrokenPipeError):
         raise
     except Exception as exc:                                        # noqa: BLE001 - a bug, reported
-        _eprint(_internal(filename, exc))
+        _eprint(internal_error(filename, exc))
         if os.environ.get("DOJO_TRACEBACK"):
             import traceback
             traceback.print_exc()

@@ -15,12 +15,16 @@ benchmarks use, so that they cannot disagree.
 
 ``cpu_info()`` is that of this machine (cached); without a readable ``/proc/cpuinfo`` it
 has the platform's model, no words and no cores.  ``isa_flags(info)`` are the words of
-``ISA_FLAGS`` it has, sorted: what a hardware fingerprint counts.  Nothing here raises.
+``ISA_FLAGS`` it has, sorted: what a hardware fingerprint counts.  ``gpus()`` are the
+NVIDIA GPUs that ``nvidia-smi`` lists ({"name", "memory_mib", "driver", "compute_cap"}),
+[] without it.  Nothing here raises.
 """
 from __future__ import annotations
 
 import platform
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -99,3 +103,43 @@ def cpu_info() -> CpuInfo:
 def isa_flags(info: CpuInfo) -> list:
     """The ISA_FLAGS that ``info`` has, sorted."""
     return sorted(info.words & set(ISA_FLAGS))
+
+
+def run_tool(cmd, timeout=10) -> str:
+    """The stripped output of a command that succeeded; "" for any failure."""
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return (out.stdout or out.stderr or "").strip() if out.returncode == 0 else ""
+
+
+def parse_nvidia_smi(text: str) -> list[dict]:
+    """GPUs from ``nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap
+    --format=csv,noheader,nounits`` output."""
+    gpus = []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) < 3 or not parts[0]:
+            continue
+        gpu = {"name": parts[0], "memory_mib": None, "driver": parts[2],
+               "compute_cap": parts[3] if len(parts) > 3 and parts[3] not in ("", "[N/A]") else None}
+        try:
+            gpu["memory_mib"] = int(float(parts[1]))
+        except ValueError:
+            pass
+        gpus.append(gpu)
+    return gpus
+
+
+def gpus() -> list[dict]:
+    """This machine's NVIDIA GPUs as nvidia-smi lists them; [] without nvidia-smi."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    text = run_tool([smi, "--query-gpu=name,memory.total,driver_version,compute_cap",
+                     "--format=csv,noheader,nounits"], timeout=20)
+    if not text:      # older drivers do not know compute_cap
+        text = run_tool([smi, "--query-gpu=name,memory.total,driver_version",
+                         "--format=csv,noheader,nounits"], timeout=20)
+    return parse_nvidia_smi(text)

@@ -1,7 +1,7 @@
 """Measurement records: one verified-or-not timing of one kernel state on one machine.
 
-The common currency of the search agents (issue 7: their measurement cache and dataset),
-the leaderboards and the library builder (issue 8).  A record is a plain JSON object:
+The common currency of the search agents (their measurement cache and dataset),
+the leaderboards and the library builder.  A record is a plain JSON object:
 
     {"kernel": "matmul" | null,            library kernel name (null for pasted IR)
      "sizes": {"N": 512, ...},             the instantiated sizes
@@ -39,6 +39,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, Optional
 
+from .machine import ISA_FLAGS, cpu_info, gpus, isa_flags
+
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
@@ -50,27 +52,18 @@ def program_hash(program) -> str:
     return text_hash(print_program(program))
 
 
-# ISA extensions that enter a fingerprint: the same list runners/hardware.py reports, so a
-# runner's reported hardware and a local run on the same machine give the same fingerprint.
-FINGERPRINT_FLAGS = (
-    "sse2", "sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512cd",
-    "avx512bw", "avx512dq", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16",
-    "avx_vnni", "amx_tile", "amx_bf16", "amx_int8",
-    "asimd", "asimdhp", "asimddp", "fphp", "sve", "sve2", "bf16", "i8mm", "sme",
-    "v", "zvfh",
-)
 _COMPILER_KEYS = ("cc", "gcc", "clang")
 
 
 def fingerprint_of_hardware(hardware: dict) -> str:
     """The fingerprint of a hardware description in the format runners report
     (runners/hardware.py: cpu.model, cpu.arch, cpu.flags, cpu.logical_cpus, compilers, gpus):
-    sha256 of the CPU model, architecture, ISA flags (of FINGERPRINT_FLAGS), logical CPU
+    sha256 of the CPU model, architecture, ISA flags (of machine.ISA_FLAGS), logical CPU
     count, the C compiler's version line (``cc``, else ``gcc``, else ``clang``) and the GPU
     names, first 16 hex digits.  Missing parts count as empty, never an error."""
     hw = hardware if isinstance(hardware, dict) else {}
     cpu = hw.get("cpu") if isinstance(hw.get("cpu"), dict) else {}
-    flags = sorted(set(cpu.get("flags") or ()) & set(FINGERPRINT_FLAGS))
+    flags = sorted(set(cpu.get("flags") or ()) & set(ISA_FLAGS))
     compilers = hw.get("compilers") if isinstance(hw.get("compilers"), dict) else {}
     compiler = next((compilers[k] for k in _COMPILER_KEYS if compilers.get(k)), "")
     gpus = [g.get("name", "") if isinstance(g, dict) else str(g) for g in hw.get("gpus") or ()]
@@ -82,39 +75,17 @@ def fingerprint_of_hardware(hardware: dict) -> str:
 @lru_cache(maxsize=1)
 def local_hardware() -> dict:
     """This machine's hardware in the runners' format, as far as the fingerprint needs it
-    (CPU model, arch, ISA flags, logical CPUs, the C compiler, GPU names from nvidia-smi)."""
-    import shutil
-    import subprocess
+    (CPU model, arch, ISA flags, logical CPUs, the C compiler, GPU names from nvidia-smi);
+    the CPU as dojo_core.machine reads it, as the runners' report does."""
     from .compile import CompileError, compiler_version, find_compiler
-    model, flags = platform.processor() or platform.machine(), []
-    model_set = False
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                key, value = key.strip().lower(), value.strip()
-                if key in ("model name", "hardware", "cpu model", "uarch") and value and not model_set:
-                    model, model_set = value, True
-                elif key in ("flags", "features") and not flags:
-                    flags = sorted(f for f in set(value.split()) if f in FINGERPRINT_FLAGS)
-    except OSError:
-        pass
+    cpu = cpu_info()
     try:
         compilers = {"cc": compiler_version(find_compiler())}
     except CompileError:
         compilers = {}
-    gpus = []
-    smi = shutil.which("nvidia-smi")
-    if smi:
-        try:
-            out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=20)
-            gpus = [{"name": l.strip()} for l in out.stdout.splitlines() if l.strip()]
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return {"cpu": {"model": model, "arch": platform.machine(), "flags": flags,
+    return {"cpu": {"model": cpu.model, "arch": platform.machine(), "flags": isa_flags(cpu),
                     "logical_cpus": os.cpu_count()},
-            "compilers": compilers, "gpus": gpus}
+            "compilers": compilers, "gpus": [{"name": g["name"]} for g in gpus()]}
 
 
 @lru_cache(maxsize=1)

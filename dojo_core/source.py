@@ -84,6 +84,21 @@ def _relocate(err: DojoError, filename: str) -> DojoError:
     return err.located(filename)
 
 
+def parse_size_args(values, filename: str) -> dict:
+    """{'N': 64, ...} from ['N=64', ...] (the command line's --size); a malformed item is a
+    DojoError at FILE:1:1."""
+    sizes = {}
+    for item in values or ():
+        name, sep, value = item.partition("=")
+        name, value = name.strip(), value.strip()
+        ok = sep and name.isidentifier() and value.isdigit() and int(value) >= 1
+        if not ok:
+            raise DojoError(f"--size '{item}': expected NAME=VALUE with a positive integer VALUE",
+                            1, 1, filename)
+        sizes[name] = int(value)
+    return sizes
+
+
 def parse_sizes(program, sizes: dict, filename: str):
     """program at other sizes; an unknown size name is a DojoError at the kernel header."""
     if not sizes:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 CROSS_TARGETS = ("arm-neon", "arm-sve", "riscv-rvv")
@@ -52,7 +53,6 @@ def emulated_target(name: str):
 
 def emulator_text(argv) -> str:
     """The emulator command without paths: ``qemu-aarch64 -cpu max,sve256=on``."""
-    import os
     words, skip = [os.path.basename(argv[0])], False
     for arg in argv[1:]:
         if skip or arg == "-L":
@@ -89,9 +89,9 @@ def check(program, reference, target, threads=None, timeout: float = 300) -> dic
 
 
 def main(argv=None) -> int:
-    from dojo_core.cli import _c_errors, _internal, load_state, parse_size_args
+    from dojo_core.cli import c_errors, internal_error, load_state
     from dojo_core.errors import DojoError
-    from dojo_core.source import load_file
+    from dojo_core.source import load_file, parse_size_args
 
     p = argparse.ArgumentParser(prog="python -m runners.emulated", description=__doc__.splitlines()[0])
     p.add_argument("file", metavar="FILE")
@@ -108,13 +108,13 @@ def main(argv=None) -> int:
             raise DojoError(str(exc), 1, 1, args.file) from None
         program = load_state(args)
         reference = load_file(args.file, parse_size_args(args.size, args.file))
-        with _c_errors(args.file):
+        with c_errors(args.file):
             result = check(program, reference, target, args.threads, args.timeout)
     except DojoError as exc:
         print(str(exc.located(args.file) if exc.filename == "<input>" else exc), file=sys.stderr)
         return 1
     except Exception as exc:                                     # noqa: BLE001 - a bug, reported
-        print(_internal(args.file, exc), file=sys.stderr)
+        print(internal_error(args.file, exc), file=sys.stderr)
         return 1
     print(json.dumps(result))
     if not result["verified"]:

@@ -3,8 +3,9 @@
 ``fingerprint()`` -> {"cpu": {"model", "arch", "flags", "cores", "logical_cpus"},
 "memory_bytes", "os": {"system", "release", "distro", "libc"}, "compilers":
 {name: version line}, "gpus": [{"name", "memory_mib", "driver", "compute_cap"}],
-"python", "host"}.  Everything is best effort: a missing tool reads as absent, never an
-error.  ``gpus`` comes from ``nvidia-smi`` and is [] where there is none.
+"python", "host"}.  The CPU is dojo_core.machine's reading (the same as a local run's
+fingerprint).  Everything is best effort: a missing tool reads as absent, never an
+error.  ``gpus`` comes from ``nvidia-smi`` (dojo_core.machine) and is [] where there is none.
 
 ``emulated_fingerprint(target)`` is the hardware of an emulated runner (``python -m runners
 --emulate TARGET``): the target's ISA (``cpu.arch``, ``cpu.flags``, a model naming the target
@@ -18,54 +19,17 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import shutil
-import subprocess
 
-# ISA extensions worth knowing for generated code (x86, Arm, RISC-V names in /proc/cpuinfo)
-INTERESTING_FLAGS = (
-    "sse2", "sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512cd",
-    "avx512bw", "avx512dq", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16",
-    "avx_vnni", "amx_tile", "amx_bf16", "amx_int8",
-    "asimd", "asimdhp", "asimddp", "fphp", "sve", "sve2", "bf16", "i8mm", "sme",
-    "v", "zvfh",
-)
-
-
-def _run(cmd, timeout=10) -> str:
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return (out.stdout or out.stderr or "").strip() if out.returncode == 0 else ""
-
+from dojo_core.machine import cpu_info, gpus, isa_flags, run_tool
 
 def _cpuinfo() -> dict:
-    info = {"model": platform.processor() or platform.machine(), "flags": []}
-    try:
-        text = open("/proc/cpuinfo").read()
-    except OSError:
-        return info
-    physical = set()
-    phys_id = None
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        key, value = key.strip().lower(), value.strip()
-        if key in ("model name", "hardware", "cpu model", "uarch") and value and "model_set" not in info:
-            info["model"], info["model_set"] = value, True
-        elif key in ("flags", "features", "isa") and not info["flags"]:
-            found = set(value.split())
-            if key == "isa":                       # RISC-V: rv64imafdcv_zicsr...
-                found = set(re.findall(r"_(z\w+)", value)) | ({"v"} if re.match(r"rv\d+\w*v", value) else set())
-            info["flags"] = sorted(f for f in found if f in INTERESTING_FLAGS)
-        elif key == "physical id":
-            phys_id = value
-        elif key == "core id":
-            physical.add((phys_id, value))
-    info.pop("model_set", None)
-    if physical:
-        info["cores"] = len(physical)
-    return info
+    """model, flags (of ISA_FLAGS) and, where /proc/cpuinfo says, physical cores."""
+    info = cpu_info()
+    cpu = {"model": info.model, "flags": isa_flags(info)}
+    if info.cores:
+        cpu["cores"] = info.cores
+    return cpu
 
 
 def _memory() -> int | None:
@@ -98,7 +62,7 @@ def compilers() -> dict:
         path = shutil.which(name)
         if not path:
             continue
-        text = _run([path, "--version"])
+        text = run_tool([path, "--version"])
         if not text:
             continue
         lines = text.splitlines()
@@ -108,36 +72,6 @@ def compilers() -> dict:
         else:
             found[name] = lines[0].strip()
     return found
-
-
-def parse_nvidia_smi(text: str) -> list[dict]:
-    """GPUs from ``nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap
-    --format=csv,noheader,nounits`` output."""
-    gpus = []
-    for line in text.splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) < 3 or not parts[0]:
-            continue
-        gpu = {"name": parts[0], "memory_mib": None, "driver": parts[2],
-               "compute_cap": parts[3] if len(parts) > 3 and parts[3] not in ("", "[N/A]") else None}
-        try:
-            gpu["memory_mib"] = int(float(parts[1]))
-        except ValueError:
-            pass
-        gpus.append(gpu)
-    return gpus
-
-
-def gpus() -> list[dict]:
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return []
-    text = _run([smi, "--query-gpu=name,memory.total,driver_version,compute_cap",
-                 "--format=csv,noheader,nounits"], timeout=20)
-    if not text:      # older drivers do not know compute_cap
-        text = _run([smi, "--query-gpu=name,memory.total,driver_version",
-                     "--format=csv,noheader,nounits"], timeout=20)
-    return parse_nvidia_smi(text)
 
 
 def fingerprint() -> dict:

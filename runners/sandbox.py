@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -155,8 +157,6 @@ def drop_target(python: str = sys.executable, pythonpath: str | None = None) -> 
     """((uid, gid) or None, description): whom the sandbox should run as.  Only a root
     runner drops; to DOJO_SANDBOX_USER (default ``nobody``; ``root`` keeps root), and
     only when that user can start ``python`` and import dojo_core, the benchmark's needs."""
-    import pwd
-    import tempfile
     if os.geteuid() != 0:
         return None, f"unprivileged (uid {os.geteuid()})"
     name = os.environ.get("DOJO_SANDBOX_USER", "nobody")
@@ -286,7 +286,6 @@ def detect_network(force: bool = False) -> tuple[str | None, str]:
     global _detected
     if _detected is not None and not force:
         return _detected
-    import tempfile
     reasons = []
     if not sys.platform.startswith("linux"):
         _detected = (None, f"not isolated: no network namespaces on {sys.platform}")

@@ -7,7 +7,7 @@ runner's secret (``dispatch_key``: the server keeps only the secret's SHA-256, t
 runner derives the same key from the secret itself), so a message that anyone else
 put on the broker, or that was altered there, is refused by the runner before it
 runs anything.  The claim itself stays on the server: it is atomic and refuses a
-stale attempt, another runner's job or a job already finished (services.claim).
+stale attempt, another runner's job or a job already finished (protocol.claim).
 """
 from __future__ import annotations
 

@@ -20,7 +20,9 @@ import sys
 log = logging.getLogger(__name__)
 
 
-def _die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int) -> None:
+    """On Linux, this process is killed when ``parent`` dies (and exits at once when it
+    already has); elsewhere nothing."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -81,7 +83,7 @@ def main(argv=None) -> int:
     with open(argv[0]) as f:
         cfg = json.load(f)
     if cfg.get("parent_pid"):
-        _die_with_parent(int(cfg["parent_pid"]))
+        die_with_parent(int(cfg["parent_pid"]))
     if cfg.get("sandbox_user"):
         from . import sandbox
         sandbox.set_user(*cfg["sandbox_user"])          # benchmarks run as that user, not root

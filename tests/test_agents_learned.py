@@ -1,4 +1,4 @@
-"""Features, code embeddings and the dataset export of the learned agents (issue 7, part B).
+"""Features, code embeddings and the dataset export of the learned agents.
 
 The embedding-endpoint tests run against a local fake HTTP server (a thread in this test
 process) that returns deterministic vectors: no real embedding model exists here.

@@ -1,4 +1,4 @@
-"""The learned Q-agent (issue 7, part B): target, replay buffer, target network, training,
+"""The learned Q-agent: target, replay buffer, target network, training,
 the search contract, persistence.
 
 Rewards in the training and search tests come from a ``CostModelEvaluator`` (a real cost

@@ -1,4 +1,4 @@
-"""Browser tests (issue 6): Playwright driving Debian's chromium headless against the real
+"""Browser tests: Playwright driving Debian's chromium headless against the real
 ASGI server (``python -m webapp.launch``: daphne) with its real local runner.
 
 Flows: open the gallery, start a session from matmul, click a loop, apply

@@ -1,4 +1,4 @@
-"""Leaderboards and library downloads (issue 8) over a fixture database: runners with two
+"""Leaderboards and library downloads over a fixture database: runners with two
 hardware fingerprints, histories made through the API, done/failed jobs; the leaderboard
 API, the kernel page and the gallery's "best known" line, the records endpoint, and the
 .tar.gz library built from the database (compiled with make, its C tests run)."""

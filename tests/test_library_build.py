@@ -1,4 +1,4 @@
-"""Library generation (issue 8): build from a fixture record store, compile with the system
+"""Library generation: build from a fixture record store, compile with the system
 compiler via the generated Makefile, run its C test program, and check every exported
 function through the Python view against the numpy references.  Small sizes throughout."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Replay for a new runner through the web app (issue 8 item 4), end to end: a real server
+"""Replay for a new runner through the web app, end to end: a real server
 (``python -m webapp.launch``) and a real runner daemon on this machine (``box-here``, no
 measurements).  The other machine (``box-far``, other hardware) cannot exist here: the test
 speaks the runner protocol for it over HTTP (register, heartbeat, claim, result) with

@@ -71,3 +71,16 @@ def test_runner_report_local_fingerprint_and_host_target_read_the_same_cpu(monke
     finally:
         machine.cpu_info.cache_clear()
         records.local_hardware.cache_clear()
+
+
+def test_runner_report_and_local_fingerprint_list_the_same_gpus(monkeypatch):
+    smi = "NVIDIA H100 80GB HBM3, 81559, 550.54.15, 9.0\nNVIDIA H100 80GB HBM3, 81559, 550.54.15, 9.0\n"
+    monkeypatch.setattr(machine.shutil, "which", lambda name: "/usr/bin/nvidia-smi" if name == "nvidia-smi" else None)
+    monkeypatch.setattr(machine, "run_tool", lambda cmd, timeout=10: smi if "nvidia-smi" in cmd[0] else "")
+    records.local_hardware.cache_clear()
+    try:
+        reported = [g["name"] for g in hardware.fingerprint()["gpus"]]
+        local = [g["name"] for g in records.local_hardware()["gpus"]]
+        assert reported == local == ["NVIDIA H100 80GB HBM3"] * 2
+    finally:
+        records.local_hardware.cache_clear()

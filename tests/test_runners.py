@@ -1,4 +1,4 @@
-"""Runner registry, job state machine, runner protocol over HTTP, reaper (issue 5).
+"""Runner registry, job state machine, runner protocol over HTTP, reaper.
 
 Real models and views on the test database; the broker is kombu's in-memory
 transport so that nothing is written to the state directory.
@@ -15,10 +15,11 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from dojo_core import kernels
-from webapp.runners import dispatch, services
+from webapp.runners import dispatch, protocol, services
 from webapp.runners.models import Job, RegistrationToken, Runner
 from webapp.runners.reaper import reap_once
-from webapp.runners.services import NoRunner, Refused
+from webapp.refusal import Refusal
+from webapp.runners.services import NoRunner
 
 MATMUL = kernels.kernel_path("matmul").read_text()
 SMALL = {"N": 32, "M": 32, "K": 32}
@@ -36,7 +37,7 @@ def memory_broker(settings):
 
 def make_runner(name="r1", labels=(), hw=None):
     _, raw = RegistrationToken.issue(note="test", uses=1)
-    answer = services.register(raw, name, list(labels), hw or {"cpu": {"arch": "x86_64"}},
+    answer = protocol.register(raw, name, list(labels), hw or {"cpu": {"arch": "x86_64"}},
                                {"network": "isolated (test)"})
     return Runner.objects.get(name=name), answer["secret"]
 
@@ -63,13 +64,13 @@ def test_job_state_machine_happy_path_and_refusals():
     assert job.state == Job.QUEUED and job.runner == runner and job.attempts == 0
     assert job.kernel == "matmul" and job.work["flops"] == 2 * 32 ** 3
 
-    claim = services.claim(runner, job.id)
+    claim = protocol.claim(runner, job.id)
     assert claim["attempt"] == 1 and claim["job"]["source"] == job.source
     assert claim["job"]["sizes"] == SMALL
     job.refresh_from_db()
     assert job.state == Job.RUNNING and job.attempts == 1 and job.started is not None
 
-    answer = services.report(runner, job.id, 1, "done", {"median_s": 1e-3, "verified": True})
+    answer = protocol.report(runner, job.id, 1, "done", {"median_s": 1e-3, "verified": True})
     assert answer["status"] == "stored"
     job.refresh_from_db()
     assert job.state == Job.DONE and job.finished is not None
@@ -77,12 +78,12 @@ def test_job_state_machine_happy_path_and_refusals():
     assert job.result["runner"] == "r1" and job.result["hardware"] == runner.hardware
 
     # final states stay final
-    with pytest.raises(Refused) as exc:
-        services.claim(runner, job.id)
+    with pytest.raises(Refusal) as exc:
+        protocol.claim(runner, job.id)
     assert exc.value.status == 409
     assert services.cancel(job).state == Job.DONE
-    with pytest.raises(Refused) as exc:
-        services.report(runner, job.id, 2, "failed", {"error": "late"})
+    with pytest.raises(Refusal) as exc:
+        protocol.report(runner, job.id, 2, "failed", {"error": "late"})
     assert exc.value.status == 409
 
 
@@ -91,15 +92,15 @@ def test_cancel_queued_and_running():
     runner, _ = make_runner("r1")
     queued = services.submit_benchmark(MATMUL, [], SMALL)
     assert services.cancel(queued).state == Job.CANCELLED
-    with pytest.raises(Refused):
-        services.claim(runner, queued.id)
+    with pytest.raises(Refusal):
+        protocol.claim(runner, queued.id)
 
     running = services.submit_benchmark(MATMUL, [], SMALL)
-    services.claim(runner, running.id)
-    assert services.heartbeat(runner, running.id)["cancel"] == []
+    protocol.claim(runner, running.id)
+    assert protocol.heartbeat(runner, running.id)["cancel"] == []
     services.cancel(running)
-    assert services.heartbeat(runner, running.id)["cancel"] == [running.id]   # the runner kills it
-    ans = services.report(runner, running.id, 1, "cancelled", {"error": "cancelled"})
+    assert protocol.heartbeat(runner, running.id)["cancel"] == [running.id]   # the runner kills it
+    ans = protocol.report(runner, running.id, 1, "cancelled", {"error": "cancelled"})
     assert ans["status"] == "ignored"
     running.refresh_from_db()
     assert running.state == Job.CANCELLED
@@ -109,8 +110,8 @@ def test_cancel_queued_and_running():
 def test_unverified_result_is_failed():
     runner, _ = make_runner("r1")
     job = services.submit_benchmark(MATMUL, [], SMALL)
-    services.claim(runner, job.id)
-    services.report(runner, job.id, 1, "done", {"median_s": 1.0, "verified": False})
+    protocol.claim(runner, job.id)
+    protocol.report(runner, job.id, 1, "done", {"median_s": 1.0, "verified": False})
     job.refresh_from_db()
     assert job.state == Job.FAILED and "differ" in job.result["error"]
 
@@ -166,7 +167,7 @@ def test_offline_detection(settings):
     age(runner, 6)
     runner.refresh_from_db()
     assert not runner.online and runner.status == "offline"
-    services.heartbeat(runner)
+    protocol.heartbeat(runner)
     runner.refresh_from_db()
     assert runner.online
     Runner.objects.filter(id=runner.id).update(enabled=False)
@@ -218,10 +219,10 @@ def test_make_runner_token_command(capsys):
     assert raw.startswith("pdt_")
     tok = RegistrationToken.objects.get()
     assert tok.uses_left == 2 and tok.note == "lab" and raw not in tok.token_hash
-    services.register(raw, "x1", [], {}, {})
-    services.register(raw, "x2", [], {}, {})
-    with pytest.raises(Refused):
-        services.register(raw, "x3", [], {}, {})
+    protocol.register(raw, "x1", [], {}, {})
+    protocol.register(raw, "x2", [], {}, {})
+    with pytest.raises(Refusal):
+        protocol.register(raw, "x3", [], {}, {})
 
 
 # ----------------------------------------------------------------------------- HTTP API
@@ -318,8 +319,8 @@ def test_state_changes_are_pushed_to_channel_groups():
     channel = async_to_sync(layer.new_channel)()
     async_to_sync(layer.group_add)("session-s42", channel)
     job = services.submit_benchmark(MATMUL, [], SMALL, session_id="s42", step_index=3)
-    services.claim(runner, job.id)
-    services.report(runner, job.id, 1, "done", {"median_s": 0.1, "verified": True})
+    protocol.claim(runner, job.id)
+    protocol.report(runner, job.id, 1, "done", {"median_s": 0.1, "verified": True})
     states = []
     for _ in range(3):
         msg = async_to_sync(layer.receive)(channel)
@@ -339,7 +340,7 @@ def test_reaper_requeues_a_dead_runners_job_then_gives_up(settings):
     job = services.submit_benchmark(MATMUL, [], SMALL, runner="pool", max_attempts=2)
     first = job.runner
     second = b if first == a else a
-    services.claim(first, job.id)
+    protocol.claim(first, job.id)
     assert reap_once()["requeued"] == 0                  # alive: nothing to do
     age(first, 60)                                       # the runner died
     assert reap_once()["requeued"] == 1
@@ -347,11 +348,11 @@ def test_reaper_requeues_a_dead_runners_job_then_gives_up(settings):
     assert job.state == Job.QUEUED and job.runner == second and job.attempts == 1
     assert job.events[-1]["event"] == "requeued" and "stopped heartbeating" in job.events[-1]["reason"]
     # the dead runner's late result is refused: it no longer owns the job
-    with pytest.raises(Refused) as exc:
-        services.report(first, job.id, 1, "done", {"median_s": 1})
+    with pytest.raises(Refusal) as exc:
+        protocol.report(first, job.id, 1, "done", {"median_s": 1})
     assert exc.value.status == 403
 
-    services.claim(second, job.id)
+    protocol.claim(second, job.id)
     age(second, 60)                                      # the second runner dies too
     counts = reap_once()
     job.refresh_from_db()
@@ -373,7 +374,7 @@ def test_reaper_assigns_waiting_jobs_and_catches_unreported_ones(settings):
     job.refresh_from_db()
     assert job.runner == b
     # alive runner that stops naming the job in its heartbeats (its worker lost it)
-    services.claim(b, job.id)
+    protocol.claim(b, job.id)
     Job.objects.filter(id=job.id).update(heartbeat=timezone.now() - timedelta(seconds=60))
     reap_once()
     job.refresh_from_db()
@@ -406,20 +407,20 @@ def test_release_goodbye_and_reregistration_requeue():
     a, a_secret = make_runner("a", ["pool"])
     b, _ = make_runner("b", ["pool"])
     job = services.submit_benchmark(MATMUL, [], SMALL, runner="a")
-    services.claim(a, job.id)
-    assert services.release(a, job.id, "worker died")["status"] == "requeued"
+    protocol.claim(a, job.id)
+    assert protocol.release(a, job.id, "worker died")["status"] == "requeued"
     job.refresh_from_db()
     assert job.state == Job.QUEUED and job.runner == a and job.attempts == 1   # same name requested
-    services.claim(a, job.id)
-    services.goodbye(a)
+    protocol.claim(a, job.id)
+    protocol.goodbye(a)
     a.refresh_from_db()
     job.refresh_from_db()
     assert not a.online and job.state == Job.QUEUED and job.runner is None and job.attempts == 2
-    services.heartbeat(a)                                # back again
+    protocol.heartbeat(a)                                # back again
     job2 = services.submit_benchmark(MATMUL, [], SMALL, runner="a")
-    services.claim(a, job2.id)
+    protocol.claim(a, job2.id)
     _, raw = RegistrationToken.issue()
-    services.register(raw, "a", ["pool"], {}, {}, a_secret)   # a restart: a new incarnation
+    protocol.register(raw, "a", ["pool"], {}, {}, a_secret)   # a restart: a new incarnation
     job2.refresh_from_db()
     assert job2.state == Job.QUEUED and job2.attempts == 1 and "restarted" in job2.events[-1]["reason"]
 
@@ -445,7 +446,7 @@ def test_admin_token_creation_shows_the_token_once(admin_client):
     assert "Registration token (shown only now): pdt_" in text
     raw = text.split("Registration token (shown only now): ")[1][:36].split("<")[0].strip()
     tok = RegistrationToken.objects.get(note="lab")
-    assert tok.uses_left == 2 and services.register(raw, "adm", [], {}, {})["name"] == "adm"
+    assert tok.uses_left == 2 and protocol.register(raw, "adm", [], {}, {})["name"] == "adm"
 
 
 @pytest.mark.django_db
@@ -453,7 +454,7 @@ def test_an_idle_runner_takes_work_queued_behind_a_busy_one():
     a, _ = make_runner("a", ["pool"])
     jobs = [services.submit_benchmark(MATMUL, [], SMALL, runner="pool") for _ in range(3)]
     named = services.submit_benchmark(MATMUL, [], SMALL, runner="a")
-    services.claim(a, jobs[0].id)                                   # a is busy with the first
+    protocol.claim(a, jobs[0].id)                                   # a is busy with the first
     b, _ = make_runner("b", ["pool"])                               # joins later, idle
     assert reap_once()["rebalanced"] == 1
     moved = [j.id for j in Job.objects.filter(runner=b)]

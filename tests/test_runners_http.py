@@ -1,4 +1,4 @@
-"""The web process's fast paths (issue 5): HTTP through webapp.asgi (the sync middleware
+"""The web process's fast paths: HTTP through webapp.asgi (the sync middleware
 chain on a fixed thread pool that keeps its database connections) and job-update pushes
 queued to one sender on the server's loop, in order.
 

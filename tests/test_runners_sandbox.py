@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from dojo_core import machine
 from runners import execute, hardware, sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,7 +170,7 @@ def test_hardware_fingerprint():
     assert fp["os"]["system"] and isinstance(fp["gpus"], list) and isinstance(fp["compilers"], dict)
     assert "cpu" in hardware.default_labels(fp) or "gpu" in hardware.default_labels(fp)
     smi = "NVIDIA H200, 143771, 570.124.06, 9.0\nNVIDIA H200, 143771, 570.124.06, 9.0\n"
-    gpus = hardware.parse_nvidia_smi(smi)
+    gpus = machine.parse_nvidia_smi(smi)
     assert gpus == [{"name": "NVIDIA H200", "memory_mib": 143771, "driver": "570.124.06",
                      "compute_cap": "9.0"}] * 2
     assert hardware.default_labels({"gpus": gpus, "cpu": {"arch": "x86_64"}}) == ["gpu", "x86_64"]

@@ -1,4 +1,4 @@
-"""The claim carried in the task message (issue 5): signed tickets, claims made with them,
+"""The claim carried in the task message: signed tickets, claims made with them,
 and results that carry the claim of a job that ended before it was claimed.
 
 Real models, services and views on the test database; the messages are the ones the
@@ -15,9 +15,9 @@ import pytest
 
 from runners import tickets
 from runners.execute import current_path, execute
-from webapp.runners import dispatch, services
+from webapp.runners import dispatch, protocol, services
 from webapp.runners.models import Job, RegistrationToken, Runner
-from webapp.runners.services import Refused
+from webapp.refusal import Refusal
 
 TINY = "kernel tiny(N = 4)\nin A: f32[N]\nout B: f32[N]\n\nfor i in 0..N:\n  B[i] = A[i]\n"
 DRY = {"dry_run": True}
@@ -34,7 +34,7 @@ def memory_broker(settings):
 
 def make_runner(name):
     _, raw = RegistrationToken.issue(note="test", uses=1)
-    answer = services.register(raw, name, [], {"cpu": {"arch": "x86_64"}}, {})
+    answer = protocol.register(raw, name, [], {"cpu": {"arch": "x86_64"}}, {})
     return Runner.objects.get(name=name), answer["secret"]
 
 
@@ -54,8 +54,8 @@ def submit(runner, capture, **options):
     return job, published(runner.queue)
 
 
-def refused(fn, *args, **kwargs) -> Refused:
-    with pytest.raises(Refused) as exc:
+def refused(fn, *args, **kwargs) -> Refusal:
+    with pytest.raises(Refusal) as exc:
         fn(*args, **kwargs)
     return exc.value
 
@@ -84,20 +84,20 @@ def test_a_ticket_claim_refuses_another_runner_a_stale_attempt_and_a_taken_job(
     b, _ = make_runner("b")
     job, msg = submit(a, django_capture_on_commit_callbacks)
     attempt = msg["ticket"]["attempt"]
-    assert refused(services.claim, b, job.id, attempt).status == 409           # not b's job
-    assert "stale" in refused(services.claim, a, job.id, attempt + 1).reason
-    assert refused(services.claim, a, job.id, 0).status == 400
-    assert services.claim(a, job.id, attempt)["attempt"] == 1
+    assert refused(protocol.claim, b, job.id, attempt).status == 409           # not b's job
+    assert "stale" in refused(protocol.claim, a, job.id, attempt + 1).reason
+    assert refused(protocol.claim, a, job.id, 0).status == 400
+    assert protocol.claim(a, job.id, attempt)["attempt"] == 1
     job.refresh_from_db()
     assert job.state == Job.RUNNING and job.attempts == 1
     with django_capture_on_commit_callbacks(execute=True):
-        services.release(a, job.id, "worker died")              # requeued: a new ticket, attempt 2
+        protocol.release(a, job.id, "worker died")              # requeued: a new ticket, attempt 2
     msg2 = published(a.queue)
     assert msg2["ticket"]["attempt"] == 2
-    assert "stale" in refused(services.claim, a, job.id, attempt).reason     # the old message
-    services.claim(a, job.id, 2)
-    services.report(a, job.id, 2, "done", {"dry_run": True})
-    assert refused(services.claim, a, job.id, 2).status == 409                # finished: taken
+    assert "stale" in refused(protocol.claim, a, job.id, attempt).reason     # the old message
+    protocol.claim(a, job.id, 2)
+    protocol.report(a, job.id, 2, "done", {"dry_run": True})
+    assert refused(protocol.claim, a, job.id, 2).status == 409                # finished: taken
 
 
 @pytest.mark.django_db
@@ -105,9 +105,9 @@ def test_a_result_can_carry_the_claim_once(django_capture_on_commit_callbacks, c
     a, a_secret = make_runner("a")
     b, _ = make_runner("b")
     job, msg = submit(a, django_capture_on_commit_callbacks)
-    assert refused(services.report, a, job.id, 1, "done", {}).status == 409     # not claimed
-    assert refused(services.report, a, job.id, 2, "done", {}, claim=True).status == 409
-    assert refused(services.report, b, job.id, 1, "done", {}, claim=True).status == 403
+    assert refused(protocol.report, a, job.id, 1, "done", {}).status == 409     # not claimed
+    assert refused(protocol.report, a, job.id, 2, "done", {}, claim=True).status == 409
+    assert refused(protocol.report, b, job.id, 1, "done", {}, claim=True).status == 403
     r = client.post(f"/api/runners/jobs/{job.id}/result",
                     json.dumps({"attempt": 1, "state": "done", "result": {}, "claim": "yes"}),
                     content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {a_secret}")
@@ -119,12 +119,12 @@ def test_a_result_can_carry_the_claim_once(django_capture_on_commit_callbacks, c
     job.refresh_from_db()
     assert job.state == Job.DONE and job.attempts == 1 and job.started is not None
     assert [e["event"] for e in job.events] == ["queued", "running", "done"]
-    assert services.report(a, job.id, 1, "done", {}, claim=True)["status"] == "duplicate"
-    assert refused(services.claim, a, job.id, 1).status == 409
+    assert protocol.report(a, job.id, 1, "done", {}, claim=True)["status"] == "duplicate"
+    assert refused(protocol.claim, a, job.id, 1).status == 409
 
     cancelled, _ = submit(a, django_capture_on_commit_callbacks)
     services.cancel(cancelled)
-    assert services.report(a, cancelled.id, 1, "done", {}, claim=True)["status"] == "ignored"
+    assert protocol.report(a, cancelled.id, 1, "done", {}, claim=True)["status"] == "ignored"
 
 
 def closed_port() -> int:

@@ -12,7 +12,8 @@ from django.test import Client
 
 from dojo_core import kernels
 from webapp.leaderboards import queries
-from webapp.runners import dispatch, services
+from webapp.refusal import Refusal
+from webapp.runners import dispatch, protocol
 from webapp.runners.models import Job, RegistrationToken, Runner
 
 SMALL = {"N": 16, "M": 16}
@@ -35,7 +36,7 @@ def memory_broker(settings):
 def register(name, token=None, secret=None):
     if token is None:
         _, token = RegistrationToken.issue(note="test", uses=1)
-    return services.register(token, name, [], {"cpu": {"arch": "x86_64", "model": "T"}}, {}, secret)
+    return protocol.register(token, name, [], {"cpu": {"arch": "x86_64", "model": "T"}}, {}, secret)
 
 
 @pytest.fixture
@@ -64,8 +65,8 @@ def history(client, kernel="add", sizes=SMALL, steps=()):
 
 def finish(job, runner_and_secret, median, verified=True):
     runner, _ = runner_and_secret
-    services.claim(runner, job.id)
-    services.report(runner, job.id, 1, "done", {"median_s": median, "verified": verified})
+    protocol.claim(runner, job.id)
+    protocol.report(runner, job.id, 1, "done", {"median_s": median, "verified": verified})
     job.refresh_from_db()
     return job
 
@@ -166,14 +167,14 @@ def test_job_quota_answers_429_with_retry_after(client, runner, settings):
 
 def test_a_registered_runner_name_cannot_be_taken_over(runner):
     victim, secret = runner
-    with pytest.raises(services.Refused) as exc:
+    with pytest.raises(Refusal) as exc:
         register("r1")                                        # any valid one-use token
     assert exc.value.status == 403 and "taken" in exc.value.reason
-    with pytest.raises(services.Refused):
+    with pytest.raises(Refusal):
         register("r1", token="pdt_shared-bootstrap")          # the bootstrap token: new names only
-    with pytest.raises(services.Refused):
+    with pytest.raises(Refusal):
         register("r1", secret="pds_guessed")
-    assert services.authenticate(f"Bearer {secret}").name == "r1"   # the real one still works
+    assert protocol.authenticate(f"Bearer {secret}").name == "r1"   # the real one still works
     assert register("fresh", token="pdt_shared-bootstrap")["name"] == "fresh"
     again = register("r1", secret=secret)                     # the runner itself, restarting
     _, replacing = RegistrationToken.issue(note="admin", uses=1, replaces="r1")

@@ -1,7 +1,7 @@
-"""The placeholder web page and the ASGI application."""
+"""The home page (the gallery) and the ASGI application."""
 from __future__ import annotations
 
-from webapp import views
+from webapp.histories import catalog
 
 
 def test_home_page(client):
@@ -12,7 +12,7 @@ def test_home_page(client):
 
 
 def test_home_lists_library_kernels(client):
-    names = views.library_kernels()
+    names = catalog.library_kernels()
     r = client.get("/")
     for name in names:
         assert f"<code>{name}</code>".encode() in r.content
@@ -24,7 +24,7 @@ def test_home_survives_a_broken_library(client, monkeypatch):
     def broken():
         raise RuntimeError("library unavailable")
     monkeypatch.setattr(kernels, "list_kernels", broken)
-    assert views.library_kernels() == []
+    assert catalog.library_kernels() == []
     r = client.get("/")
     assert r.status_code == 200 and b"No kernels in the library yet" in r.content
 

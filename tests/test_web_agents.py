@@ -1,4 +1,4 @@
-"""Agent runs in process (issue 7 part C): the editor panel, the plain-form (no JS) start
+"""Agent runs in process: the editor panel, the plain-form (no JS) start
 and stop, queued runs stopping at once, the signed notify endpoint, orphaned runs, the
 OpenAPI entries, and the dataset export over jobs stored in the database.
 

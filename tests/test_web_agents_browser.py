@@ -1,4 +1,4 @@
-"""Browser test of agent runs (issue 7 part C): Playwright driving Debian's chromium
+"""Browser test of agent runs: Playwright driving Debian's chromium
 headless against the real server (``python -m webapp.launch``: daphne, the local runner
 and the agents worker it starts), as tests/test_browser_editor.py does.
 

@@ -1,4 +1,4 @@
-"""Agent runs end to end with real processes (issue 7 part C): ``python -m webapp.launch``
+"""Agent runs end to end with real processes: ``python -m webapp.launch``
 (daphne + the local runner + the agents worker it starts) over the embedded safefs broker
 and SQLite, real gcc compiles of every measured state.
 

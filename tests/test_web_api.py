@@ -1,4 +1,4 @@
-"""The JSON API of DESIGN.md section 9 (issue 6): every endpoint, every refusal with its
+"""The JSON API of DESIGN.md section 9: every endpoint, every refusal with its
 reason, ownership (users, API tokens, anonymous owner tokens, browser sessions), fork,
 export/import round trip, and that refusals change nothing stored."""
 from __future__ import annotations
@@ -456,10 +456,10 @@ def test_benchmark_with_no_runner_online_is_409(memory_broker):
 
 
 def test_benchmark_queues_a_job_for_the_step(memory_broker):
-    from webapp.runners import services as runner_services
+    from webapp.runners import protocol as runner_protocol
     from webapp.runners.models import Job, RegistrationToken
     _, raw = RegistrationToken.issue(note="test", uses=1)
-    runner_services.register(raw, "r1", ["cpu"], {"cpu": {"arch": "x86_64", "model": "Test CPU"}}, {})
+    runner_protocol.register(raw, "r1", ["cpu"], {"cpu": {"arch": "x86_64", "model": "Test CPU"}}, {})
     body = new_session(kernel="matmul", sizes={"N": 32, "M": 32, "K": 32})
     sid, token = body["id"], body["owner_token"]
     post(Client(), f"/api/sessions/{sid}/steps", {"parent": 0, "action": "split i by 8"}, token=token)
@@ -471,8 +471,8 @@ def test_benchmark_queues_a_job_for_the_step(memory_broker):
     assert job.work.get("flops") == 2 * 32 ** 3                 # the library kernel was recognised
     # its result shows up in the session's history
     runner = job.runner
-    runner_services.claim(runner, job.id)
-    runner_services.report(runner, job.id, 1, "done", {"median_s": 2e-3, "min_s": 1.9e-3, "max_s": 2.2e-3,
+    runner_protocol.claim(runner, job.id)
+    runner_protocol.report(runner, job.id, 1, "done", {"median_s": 2e-3, "min_s": 1.9e-3, "max_s": 2.2e-3,
                                                         "verified": True})
     steps = Client().get(f"/api/sessions/{sid}").json()["steps"]
     assert steps[1]["results"][0]["state"] == "done" and steps[1]["results"][0]["result"]["median_s"] == 2e-3

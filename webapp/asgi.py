@@ -64,7 +64,7 @@ from webapp.histories.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter({
     "http": django_asgi_app,
-    "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),   # /ws/s/ID/ (issue 6)
+    "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),   # /ws/s/ID/
 })
 
 # The reaper of dead runners' jobs runs on this server's event loop (webapp/runners/background.py).

@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                 runner = start_local_runner(args.host, args.port, settings.STATE_DIR)
             if os.environ.get("DOJO_AGENTS_WORKER", "1").lower() not in ("0", "false", "no"):
                 from webapp.agents.worker import start_for_launch
-                start_for_launch(args.host, args.port)   # agent runs (issue 7); stopped at exit
+                start_for_launch(args.host, args.port)   # agent runs; stopped at exit
             print(f"\n  PerfDojo is running at http://{host}:{args.port}/\n"
                   f"  state: {settings.STATE_DIR}   stop: Ctrl-C\n", flush=True)
         return proc.wait()

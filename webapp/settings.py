@@ -125,7 +125,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": "WARNING"},
 }
 
-# --- Runners and jobs (issue 5; webapp/runners/conf.py) --------------------------------
+# --- Runners and jobs (webapp/runners/conf.py) -------------------------------------------
 # Embedded (default): safefs:// broker in STATE_DIR/broker, in-memory channel layer,
 # SQLite.  With REDIS_URL: Redis is the broker and the channel layer; with
 # DATABASE_URL (postgres://user:pass@host:5432/name): PostgreSQL is the database.
@@ -148,8 +148,8 @@ DOJO_JOB_MAX_ATTEMPTS = int(_runners_conf.number(os.environ, "DOJO_JOB_MAX_ATTEM
 DOJO_JOB_TIMEOUT = _runners_conf.number(os.environ, "DOJO_JOB_TIMEOUT", 300)          # default wall limit
 DOJO_JOB_MAX_TIMEOUT = _runners_conf.number(os.environ, "DOJO_JOB_MAX_TIMEOUT", 1800)
 
-# --- Histories, editor pages and the JSON API (issue 6) -----------------------------------
-INSTALLED_APPS += ["webapp.histories", "webapp.api"]
+# --- Histories, editor pages, accounts and the JSON API ------------------------------------
+INSTALLED_APPS += ["webapp.histories", "webapp.api", "webapp.accounts"]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
@@ -160,13 +160,15 @@ CSRF_FAILURE_VIEW = "webapp.api.errors.csrf_failure"   # JSON under /api/
 DOJO_MAX_HEADER_BYTES = int(_runners_conf.number(os.environ, "DOJO_MAX_HEADER_BYTES", 16384))
 DOJO_RATE_WRITES_PER_MIN = int(_runners_conf.number(os.environ, "DOJO_RATE_WRITES_PER_MIN", 240))
 DOJO_JOB_QUOTA_ACTIVE = int(_runners_conf.number(os.environ, "DOJO_JOB_QUOTA_ACTIVE", 20))
-# DOJO_TEST_HOOKS=1 enables /__test__/push/ID (the browser tests' job.update trigger)
+# DOJO_TEST_HOOKS=1 routes /__test__/push/ID (the browser tests' job.update trigger)
 DOJO_TEST_HOOKS = os.environ.get("DOJO_TEST_HOOKS", "") == "1"
+if DOJO_TEST_HOOKS:
+    ROOT_URLCONF = "webapp.urls_test"
 
-# --- Leaderboards and library downloads (issue 8; webapp/leaderboards/, no models) ---------
+# --- Leaderboards and library downloads (webapp/leaderboards/, no models) ------------------
 INSTALLED_APPS += ["webapp.leaderboards"]
 
-# --- Agent runs from the editor and the API (issue 7 part C; webapp/agents/) ---------------
+# --- Agent runs from the editor and the API (webapp/agents/) -------------------------------
 # Celery tasks on the "agents" queue, run by `python -m webapp.agents.worker` (make run starts it)
 INSTALLED_APPS += ["webapp.agents"]
 DOJO_AGENTS_QUEUE = os.environ.get("DOJO_AGENTS_QUEUE", "agents")

@@ -1,14 +1,18 @@
-"""URL routes: the runners app (issue 5), the JSON API and the pages (issue 6)."""
+"""URL routes, first match wins: the runners app (the runners page, /api/runners...,
+GET /api/jobs/ID), the admin, agent runs, leaderboards, the rest of the JSON API (which
+ends with a JSON 404 for anything under /api/), the pages of histories, and accounts.
+The browser tests' hooks are in webapp/urls_test.py."""
 from django.contrib import admin
 from django.urls import include, path
 
 urlpatterns = [
-    path("", include("webapp.runners.urls")),     # /api/runners..., /api/jobs/ID (issue 5)
+    path("", include("webapp.runners.urls")),
     path("admin/", admin.site.urls),
-    path("", include("webapp.agents.urls")),      # agent runs, /api/agents..., /api/dataset.jsonl (issue 7)
-    path("", include("webapp.leaderboards.urls")),  # /kernels/NAME/, /api/kernels/NAME/leaderboard, /api/library (issue 8)
-    path("", include("webapp.api.urls")),         # the rest of /api/ (issue 6); ends with a JSON 404
-    path("", include("webapp.histories.urls")),   # gallery "/", editor /s/ID/, accounts (issue 6)
+    path("", include("webapp.agents.urls")),        # /s/ID/agents..., /api/agents..., /api/dataset.jsonl
+    path("", include("webapp.leaderboards.urls")),  # /kernels/NAME/, /api/kernels/NAME/leaderboard, /api/library
+    path("", include("webapp.api.urls")),
+    path("", include("webapp.histories.urls")),     # gallery "/", editor /s/ID/
+    path("", include("webapp.accounts.urls")),
 ]
 
 # JSON under /api/ for whatever no view answers (webapp/api/errors.py)

@@ -1,4 +1,4 @@
-"""Agent runs started from the web editor and the JSON API (issue 7, part C).
+"""Agent runs started from the web editor and the JSON API.
 
 An ``AgentRun`` runs a dojo_core agent as a Celery task on the ``agents`` queue
 (``python -m webapp.agents.worker``, started by ``make run``); every state the agent

@@ -5,13 +5,7 @@ from __future__ import annotations
 
 import os
 
-
-def _registry():
-    try:
-        from dojo_core import agents
-        return getattr(agents, "AGENTS", None) or {}, getattr(agents, "make_agent", None)
-    except ImportError:
-        return {}, None
+from dojo_core.agents import AGENTS, make_agent
 
 
 def llm_configured() -> bool:
@@ -20,8 +14,7 @@ def llm_configured() -> bool:
 
 def agent_names() -> list[str]:
     """The agents a run may name, sorted; "llm" only with an endpoint."""
-    registry, _ = _registry()
-    names = set(registry)
+    names = set(AGENTS)
     if "llm" in names and not llm_configured():
         names.discard("llm")
     return sorted(names)
@@ -30,10 +23,6 @@ def agent_names() -> list[str]:
 def make(name: str):
     """A fresh agent instance (KeyError for an unknown name); "llm" reads its endpoint and
     model from the environment."""
-    registry, make_agent = _registry()
     if name not in agent_names():
         raise KeyError(name)
-    if make_agent is not None:
-        return make_agent(name)
-    entry = registry[name]
-    return entry() if callable(entry) else entry
+    return make_agent(name)

@@ -9,21 +9,26 @@ jobs are kept with ``median_s`` null and their error (a learner may want the neg
 
 ``dataset_lines()`` turns them into JSON lines with dojo_core.agents.dataset's
 ``export_records`` (format ``perfdojo-transitions``: state_ir, action, median_s, runner,
-...); without that module each record is written as it is.  It reads the database in
+...).  It reads the database in
 chunks, so it streams (``GET /api/dataset.jsonl``, ``manage.py export_dataset``).
 """
 from __future__ import annotations
 
-import json
 from typing import Iterator
 
+from dojo_core.agents.dataset import export_records
 from dojo_core.records import text_hash
+from webapp.histories.models import Session
+from webapp.histories.services import path_indices
+from webapp.refusal import Refusal
+from webapp.runners.models import Job
+
+from .models import AgentRun
 
 CHUNK = 500
 
 
 def _agent_of_jobs() -> dict:
-    from .models import AgentRun
     out = {}
     for agent, trials in AgentRun.objects.values_list("agent", "trials").iterator(chunk_size=CHUNK):
         for t in trials or []:
@@ -33,9 +38,6 @@ def _agent_of_jobs() -> dict:
 
 
 def records() -> Iterator[dict]:
-    from webapp.histories.models import Session
-    from webapp.histories.services import path_indices, Refusal
-    from webapp.runners.models import Job
     agents = _agent_of_jobs()
     session = steps = None
     jobs = (Job.objects.filter(session_id__isnull=False, step_index__isnull=False, state__in=("done", "failed"))
@@ -73,13 +75,5 @@ def records() -> Iterator[dict]:
 
 def dataset_lines() -> Iterator[str]:
     """JSON lines, each ending in a newline."""
-    try:
-        from dojo_core.agents.dataset import export_records
-    except ImportError:
-        export_records = None
-    if export_records is not None:
-        for line in export_records(records()):
-            yield line if line.endswith("\n") else line + "\n"
-        return
-    for record in records():
-        yield json.dumps(record, sort_keys=True) + "\n"
+    for line in export_records(records()):
+        yield line if line.endswith("\n") else line + "\n"

@@ -25,9 +25,12 @@ import time
 from typing import Callable, Optional, Sequence
 
 from dojo_core.agents.base import Measurement
-
+from webapp.api.jobs import submit_step
 from webapp.histories import services as histories
-from webapp.histories.services import Actor, Refusal
+from webapp.histories.services import Actor
+from webapp.refusal import Refusal
+from webapp.runners.models import Job
+from webapp.runners.services import cancel
 
 FINAL_STATES = ("done", "failed", "lost", "cancelled")
 
@@ -96,11 +99,10 @@ class HistoryEvaluator:
 
     def _submit(self, steps: tuple):
         """(job id, None) or (None, a failed Measurement with the refusal's reason)."""
-        from webapp.api.views import benchmark
         runner = self.run.runner or "any"
         try:
             index = self.step_index(steps)
-            job = benchmark(self.session, self.actor, index, self.run.runner or None,
+            job = submit_step(self.session, self.actor, index, self.run.runner or None,
                             self.run.job_options or None)
         except Refusal as r:
             return None, Measurement(None, verified=False, error=r.reason, runner=runner)
@@ -109,8 +111,6 @@ class HistoryEvaluator:
         return job["id"], None
 
     def _wait(self, job_ids: list) -> dict:
-        from webapp.runners.models import Job
-        from webapp.runners.services import cancel
         out = {}
         left = set(job_ids)
         while left:

@@ -21,7 +21,16 @@ import hmac
 import logging
 import urllib.request
 
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 from django.conf import settings
+from django.template.loader import render_to_string
+
+from webapp.histories import integration, services
+from webapp.histories.models import Session
+from webapp.histories.present import fmt_time, history_tree
+
+from .models import AgentRun
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +67,6 @@ def _notify_server(run_id: int) -> None:
 
 def push(run_id: int) -> None:
     """group_send the run's agent.update from this process."""
-    from channels.layers import get_channel_layer
-
-    from .models import AgentRun
     sid = AgentRun.objects.filter(id=run_id).values_list("session_id", flat=True).first()
     layer = get_channel_layer()
     if sid is None or layer is None:
@@ -73,7 +79,6 @@ def push(run_id: int) -> None:
     if loop is not None:
         loop.create_task(layer.group_send(f"session-{sid}", message))
     else:
-        from asgiref.sync import async_to_sync
         async_to_sync(layer.group_send)(f"session-{sid}", message)
 
 
@@ -81,37 +86,28 @@ def push(run_id: int) -> None:
 
 def run_view(run) -> dict:
     """What the run list shows of one run."""
-    from webapp.histories.views import _fmt_time
     return {"id": run.id, "agent": run.agent, "state": run.state, "final": run.final,
             "budget": run.budget, "measured": run.measurements, "runner": run.runner or "any runner",
             "start_step": run.start_step, "stop_requested": run.stop_requested, "error": run.error,
-            "best_step": run.best_step, "best_time": _fmt_time(run.best_median_s) if run.best_median_s else "",
+            "best_step": run.best_step, "best_time": fmt_time(run.best_median_s) if run.best_median_s else "",
             "speedup": f"{run.speedup:.2f}×" if run.speedup else ""}
 
 
 def runs_context(session) -> dict:
-    from .services import runs_of
-    runs = [run_view(r) for r in runs_of(session)]
+    runs = [run_view(r) for r in AgentRun.latest(session)]
     return {"session": session, "runs": runs, "active": any(not r["final"] for r in runs)}
 
 
 def tree_html(session) -> str:
-    from django.template.loader import render_to_string
-
-    from webapp.histories import integration, services
-    from webapp.histories.views import _tree
     steps = services.steps_of(session)
     results = integration.with_speedups(integration.results_by_step(integration.jobs_for(session.id)))
     current = session.current if session.current in steps else 0
     return render_to_string("agents/_tree_oob.html", {
-        "session": session, "tree": _tree(steps, current, current, results)})
+        "session": session, "tree": history_tree(steps, current, current, results)})
 
 
 def render_update(sid: str, event: dict | None = None) -> str:
     """The out-of-band swaps for one agent.update on session ``sid`` ("" if it is gone)."""
-    from django.template.loader import render_to_string
-
-    from webapp.histories.models import Session
     session = Session.objects.filter(id=sid).first()
     if session is None:
         return ""

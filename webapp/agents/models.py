@@ -49,6 +49,11 @@ class AgentRun(models.Model):
     def __str__(self):
         return f"agent run {self.id}: {self.agent} on {self.session_id} ({self.state})"
 
+    @classmethod
+    def latest(cls, session, limit: int = 5) -> list:
+        """The newest ``limit`` runs on ``session``, newest first."""
+        return list(cls.objects.filter(session=session).order_by("-id")[:limit])
+
     @property
     def final(self) -> bool:
         return self.state not in self.ACTIVE

@@ -19,16 +19,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from webapp.histories import services as histories
-from webapp.histories.services import Refusal
+from webapp.refusal import Refusal
+from webapp.runners import dispatch
+from webapp.runners.services import clean_options, online_runners, pick_runner
+from webapp.runners.shapes import iso
 
 from . import TASK_NAME, catalog, live
 from .models import AgentRun
 
 log = logging.getLogger(__name__)
-
-
-def _iso(dt):
-    return dt.isoformat(timespec="milliseconds") if dt else None
 
 
 def queue() -> str:
@@ -66,7 +65,6 @@ def _runner(value) -> str:
     if not isinstance(value, str) or len(value) > 64:
         raise Refusal(400, "runner must be a runner name or label, or null/empty for any online runner")
     value = value.strip()
-    from webapp.runners.services import online_runners, pick_runner
     picked = pick_runner(value or None)
     if picked is not None and (picked.hardware or {}).get("emulated"):
         raise Refusal(409, f"runner {picked.name} is emulated ({picked.hardware['emulated'].get('target')} "
@@ -92,9 +90,8 @@ def _seed(value) -> int:
 def _job_options(value) -> dict:
     if value is None:
         return {}
-    from webapp.runners.services import _clean_options
     try:
-        options = _clean_options(value)
+        options = clean_options(value)
     except ValueError as exc:
         raise Refusal(400, str(exc)) from None
     options.pop("dry_run", None)
@@ -127,7 +124,6 @@ def start_run(session, actor, agent, budget, runner=None, step=None, seed=None, 
 
 
 def _send(run_id: int) -> None:
-    from webapp.runners import dispatch
     try:
         dispatch.app().send_task(TASK_NAME, args=[run_id], queue=queue(), routing_key=queue(),
                                  retry=True, retry_policy={"max_retries": 3, "interval_start": 0.1,
@@ -167,10 +163,6 @@ def get_run(run_id) -> AgentRun:
     return run
 
 
-def runs_of(session, limit: int = 5) -> list:
-    return list(AgentRun.objects.filter(session=session).order_by("-id")[:limit])
-
-
 # ============================================================================ JSON
 
 def run_dict(run: AgentRun) -> dict:
@@ -186,8 +178,8 @@ def run_dict(run: AgentRun) -> dict:
         "session_url": f"/s/{run.session_id}/", "agent": run.agent, "budget": run.budget,
         "runner": run.runner or None, "step": run.start_step, "seed": run.seed,
         "options": run.job_options, "state": run.state, "final": run.final,
-        "stop_requested": run.stop_requested, "created": _iso(run.created),
-        "started": _iso(run.started), "finished": _iso(run.finished), "error": run.error or None,
+        "stop_requested": run.stop_requested, "created": iso(run.created),
+        "started": iso(run.started), "finished": iso(run.finished), "error": run.error or None,
         "measured": run.measurements, "measurements": list(run.trials or []),
         "baseline_median_s": run.baseline_median_s, "best": best,
     }

@@ -17,6 +17,9 @@ import threading
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
+from webapp.histories import services as histories
+from webapp.refusal import Refusal
+
 from . import catalog, live
 from .evaluator import HistoryEvaluator
 from .models import AgentRun
@@ -63,7 +66,6 @@ def execute_run(run_id: int) -> str:
 
 
 def _search(run: AgentRun) -> str:
-    from webapp.histories import services as histories
     should_stop = lambda: stop_wanted(run.id)                      # noqa: E731
     evaluator = HistoryEvaluator(run, stop_requested=should_stop, on_new_steps=lambda: live.notify(run.id))
     trials = []
@@ -95,7 +97,7 @@ def _search(run: AgentRun) -> str:
                 error = "the agents worker was stopped"
     except KeyError:
         state, error = AgentRun.FAILED, f"agent {run.agent!r} is not installed on this worker"
-    except histories.Refusal as r:
+    except Refusal as r:
         state, error = AgentRun.FAILED, r.reason
     except Exception as exc:                                       # noqa: BLE001 - recorded on the run
         log.exception("agent run %s failed", run.id)
@@ -105,7 +107,7 @@ def _search(run: AgentRun) -> str:
     if best is not None:
         try:
             histories.set_current(run.session, evaluator.actor, best)
-        except histories.Refusal:
+        except Refusal:
             pass
     live.notify(run.id)
     return state

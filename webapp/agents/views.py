@@ -16,16 +16,18 @@ from __future__ import annotations
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils.html import escape
-from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from webapp.api.views import _body, api, error
+from webapp.api.auth import api
 from webapp.histories import integration
 from webapp.histories import services as histories
 from webapp.histories.actors import browser_actor
-from webapp.histories.services import Refusal
+from webapp.histories.views.common import refused, session_or_404
+from webapp.jsonapi import error, json_view, parse_body
+from webapp.refusal import Refusal
 
 from . import catalog, live, services
+from .dataset import dataset_lines
 
 API_FIELDS = {"agent", "budget", "runner", "step", "seed", "options"}
 DEFAULT_BUDGET = 20
@@ -45,22 +47,9 @@ def panel_context(session, viewed, editable, error=None) -> dict:
         "runs": live.runs_context(session)["runs"] if session is not None else []}}
 
 
-def _session(sid):
-    from django.http import Http404
-    try:
-        return histories.get_session(sid)
-    except Refusal as r:
-        raise Http404(r.reason) from None
-
-
-def _refused_page(request, r: Refusal):
-    from webapp.histories.views import _refused
-    return _refused(request, r)
-
-
 @require_POST
 def start_from_editor(request, sid):
-    session = _session(sid)
+    session = session_or_404(sid)
     actor = browser_actor(request)
     form = request.POST
     step = form.get("step") or None
@@ -72,7 +61,7 @@ def start_from_editor(request, sid):
             viewed = step if isinstance(step, str) and step.isdigit() else session.current
             ctx = panel_context(session, viewed, histories.can_edit(session, actor), error=r.reason)
             return render(request, "agents/_panel.html", ctx, status=r.status)
-        return _refused_page(request, r)
+        return refused(request, r)
     if request.htmx:
         return render(request, "agents/_panel.html", panel_context(session, run.start_step, True))
     return redirect(f"{session.url}?step={run.start_step}#agent-panel")
@@ -80,7 +69,7 @@ def start_from_editor(request, sid):
 
 @require_POST
 def stop_from_editor(request, sid, run_id):
-    session = _session(sid)
+    session = session_or_404(sid)
     try:
         run = services.get_run(run_id)
         if run.session_id != session.id:
@@ -90,7 +79,7 @@ def stop_from_editor(request, sid, run_id):
         if request.htmx:
             return HttpResponse(f'<p class="error" role="alert" id="agent-error">{escape(r.reason)}</p>',
                                 status=r.status)
-        return _refused_page(request, r)
+        return refused(request, r)
     if request.htmx:
         return render(request, "agents/_runs.html", live.runs_context(session))
     return redirect(f"{session.url}#agent-panel")
@@ -106,7 +95,7 @@ def agents_list(request):
 @api("POST")
 def session_agents(request, sid):
     session = histories.get_session(sid)
-    data = _body(request)
+    data = parse_body(request)
     unknown = set(data) - API_FIELDS
     if unknown:
         raise Refusal(400, f"unknown field(s): {', '.join(sorted(unknown))} (known: {', '.join(sorted(API_FIELDS))})")
@@ -131,12 +120,8 @@ def run_stop(request, run_id):
     return JsonResponse(services.run_dict(run))
 
 
-@csrf_exempt
+@json_view("POST")
 def run_notify(request, run_id):
-    if request.method != "POST":
-        resp = error(405, "use POST")
-        resp["Allow"] = "POST"
-        return resp
     if not live.signature_ok(int(run_id), request.headers.get(live.SIGNATURE_HEADER, "")):
         return error(403, "bad or missing agent signature")
     live.push(int(run_id))
@@ -145,7 +130,6 @@ def run_notify(request, run_id):
 
 @api("GET")
 def dataset(request):
-    from .dataset import dataset_lines
     resp = StreamingHttpResponse(dataset_lines(), content_type="application/x-ndjson; charset=utf-8")
     if request.GET.get("download"):
         resp["Content-Disposition"] = 'attachment; filename="perfdojo-dataset.jsonl"'

@@ -49,8 +49,8 @@ def main(argv=None) -> int:
     parser.add_argument("--log-level", default=os.environ.get("DOJO_AGENT_LOG", "WARNING"))
     args = parser.parse_args(argv)
     if args.parent:
-        from runners.worker import _die_with_parent
-        _die_with_parent(args.parent)
+        from runners.worker import die_with_parent
+        die_with_parent(args.parent)
     level = args.log_level.upper()
     logging.basicConfig(level=level, format="[agents worker] %(levelname)s %(message)s")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")

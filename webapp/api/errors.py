@@ -7,45 +7,42 @@ shows a traceback, whatever DEBUG is.
 """
 from __future__ import annotations
 
-from django.http import JsonResponse
 from django.views import defaults
 from django.views.csrf import csrf_failure as django_csrf_failure
+
+from webapp.jsonapi import error
 
 
 def is_api(request) -> bool:
     return request.path.startswith("/api/") or request.path == "/api"
 
 
-def _json(status: int, reason: str) -> JsonResponse:
-    return JsonResponse({"error": reason}, status=status)
-
-
 def csrf_failure(request, reason: str = "", template_name=None):
     if is_api(request):
-        return _json(403, "CSRF check failed: send the X-CSRFToken header with the csrftoken "
+        return error(403, "CSRF check failed: send the X-CSRFToken header with the csrftoken "
                           "cookie, or authenticate with 'Authorization: Token ...'")
     return django_csrf_failure(request, reason=reason)
 
 
 def not_found(request, exception=None):
     if is_api(request):
-        return _json(404, f"no API endpoint {request.path!r}; see /api/openapi.json")
+        return error(404, f"no API endpoint {request.path!r}; see /api/openapi.json")
     return defaults.page_not_found(request, exception)
 
 
 def bad_request(request, exception=None):
     if is_api(request):
-        return _json(400, "bad request")
+        return error(400, "bad request")
     return defaults.bad_request(request, exception)
 
 
 def forbidden(request, exception=None):
     if is_api(request):
-        return _json(403, "forbidden")
+        return error(403, "forbidden")
     return defaults.permission_denied(request, exception)
 
 
 def server_error(request):
     if is_api(request):
-        return _json(500, "internal error (logged on the server)")
+        return error(500, "internal error (logged on the server)")
     return defaults.server_error(request)

@@ -16,14 +16,22 @@ Guarantees:
   session for a step's benchmarks); over it a 429 with Retry-After.
 * Only the submitter, or whoever may edit the session the job is attached to, cancels
   it (403 otherwise; 401 with no credentials).
+* ``submit_step`` (the editor's Benchmark button and POST /api/sessions/ID/steps/N/benchmark)
+  queues a step of a history for its owner only (403), after the step still replays (409);
+  503 when benchmarking is not available, 409 when no online runner matches, 400 for any
+  other bad request, 429 over the session's quota.  It returns the job's dict.
 """
 from __future__ import annotations
 
 from django.conf import settings
 
+from dojo_core import kernels
+from dojo_core.printer import print_program
+from dojo_core.records import text_hash
+from webapp.histories import integration
 from webapp.histories import services as histories
 from webapp.histories.models import Session
-from webapp.histories.services import Refusal
+from webapp.refusal import Refusal
 from webapp.runners import services as runners
 from webapp.runners.models import Job
 
@@ -66,7 +74,6 @@ def _source_of(data: dict) -> str:
     if kernel is not None and not isinstance(kernel, str):
         raise Refusal(400, "kernel must be the name of a library kernel")
     if source is None and isinstance(kernel, str):
-        from dojo_core import kernels
         try:
             return kernels.kernel_path(kernel).read_text()
         except (KeyError, OSError, ValueError):
@@ -91,7 +98,6 @@ def _step_claim(data: dict, actor):
     if not histories.can_edit(session, actor):
         raise Refusal(403, f"a job can be attached only to a session you own; {sid} is not yours")
     step = histories.get_step(session, index, what="step_index")
-    from dojo_core.records import text_hash
     return session.id, step.index, text_hash(step.ir)
 
 
@@ -136,3 +142,38 @@ def cancel(actor, job_id: int) -> Job:
             raise Refusal(401, "cancelling a job needs 'Authorization: Token ...' of its submitter")
         raise Refusal(403, f"only the submitter of job {job_id} (or the owner of its session) can cancel it")
     return runners.cancel(job)
+
+
+def submit_step(session, actor, index, runner, options=None) -> dict:
+    """Benchmark step ``index`` of ``session`` on ``runner`` (a name or label; None: any)."""
+    histories.require_owner(session, actor)
+    steps = histories.steps_of(session)
+    step = histories.get_step(session, index, steps)
+    histories.program_at(session, step.index, steps)        # must still replay
+    texts = list(histories.path_texts(steps, step.index))
+    if not integration.available():
+        raise Refusal(503, integration.NOT_AVAILABLE)
+    check_quota(session_id=session.id)
+    source = _library_source(session) or session.source
+    try:
+        return integration.submit(source, texts, session.sizes, runner or None,
+                                  session.kernel, session.id, step.index, options)
+    except integration.Unavailable as exc:
+        raise Refusal(503, str(exc)) from None
+    except runners.NoRunner as exc:
+        raise Refusal(409, str(exc)) from None
+    except ValueError as exc:
+        raise Refusal(400, str(exc)) from None
+
+
+def _library_source(session):
+    """The library kernel's own text when the session's root is that kernel at its sizes
+    (the runners then know its flop count), else None."""
+    if not session.kernel:
+        return None
+    try:
+        if print_program(kernels.load_kernel(session.kernel, session.sizes)) == session.source:
+            return print_program(kernels.load_kernel(session.kernel))
+    except Exception:                                    # noqa: BLE001 - optional
+        return None
+    return None

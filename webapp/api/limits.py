@@ -19,7 +19,8 @@ import threading
 import time
 
 from django.conf import settings
-from django.http import JsonResponse
+
+from webapp.jsonapi import error
 
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 EXEMPT = ("/api/runners/", "/__test__/")
@@ -65,8 +66,8 @@ def _exempt(path: str) -> bool:
     return path.startswith(EXEMPT) or (path.startswith("/api/agents/") and path.rstrip("/").endswith("/notify"))
 
 
-def _refuse(status: int, reason: str, retry: int | None = None) -> JsonResponse:
-    resp = JsonResponse({"error": reason}, status=status)
+def _refuse(status: int, reason: str, retry: int | None = None):
+    resp = error(status, reason)
     if retry:
         resp["Retry-After"] = str(retry)
     return resp

@@ -41,7 +41,7 @@ N = {"name": "n", "in": "path", "required": True, "schema": {"type": "integer", 
 
 
 def _leaderboard_paths() -> dict:
-    """The leaderboards app's routes (issue 8, webapp/leaderboards/views.py)."""
+    """The leaderboards app's routes (webapp/leaderboards/views.py)."""
     target = {"name": "target", "in": "query", "schema": {"type": "string"},
               "description": "a runner name, a runner label, a hardware fingerprint or 'local'"}
     return {
@@ -147,7 +147,7 @@ def describe(request=None) -> dict:
                                       "responses": {"200": _json({"type": "object"})}}},
         **openapi_jobs.paths(_json, _errors, _ref),
         **_leaderboard_paths(),
-        **_agents_openapi.paths(_json, _errors, SID),      # agent runs, dataset (issue 7, webapp/agents)
+        **_agents_openapi.paths(_json, _errors, SID),      # agent runs, dataset (webapp/agents)
         "/api/agents/{run}/notify": {"post": {
             "summary": "(the agents worker, signed with X-Dojo-Agent-Signature) push a run's progress to its page",
             "parameters": [{"name": "run", "in": "path", "required": True, "schema": {"type": "integer"}}],

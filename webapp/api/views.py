@@ -20,120 +20,32 @@ browser's session cookie.  Requests authenticated by a token are exempt from CSR
 cookie-authenticated unsafe requests must carry the CSRF token (X-CSRFToken);
 requests with neither act anonymously.
 
-Every refusal is a 4xx (503 when benchmarking is not available) with {"error": reason};
-nothing stored changes because of a refusal.
+Every refusal is a 4xx (503 when benchmarking is not available) with {"error": reason}
+(webapp/jsonapi.py, webapp/api/auth.py); nothing stored changes because of a refusal.
 """
 from __future__ import annotations
 
-import functools
-import json
-import logging
-
-from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse, JsonResponse
-from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
-from webapp.histories import engine, integration, services
-from webapp.histories.actors import browser_actor, has_session_cookie, remember_owned
-from webapp.histories.services import Refusal
+from webapp.histories import engine, integration, services, transfer
+from webapp.histories.actors import has_session_cookie, remember_owned
+from webapp.histories.catalog import kernel_cards
+from webapp.jsonapi import error, parse_body
+from webapp.refusal import Refusal
+from webapp.runners.shapes import iso
 
+from . import openapi as spec
+from .auth import api
+from .jobs import submit_step
 from .models import ApiToken
-
-log = logging.getLogger(__name__)
-
-MAX_BODY = 8 * 1024 * 1024
-
-
-def error(status: int, reason: str, **extra) -> JsonResponse:
-    return JsonResponse({"error": reason, **extra}, status=status)
-
-
-def _csrf_failure(request):
-    mw = CsrfViewMiddleware(lambda r: None)
-    return mw.process_view(request, None, (), {}) is not None
-
-
-def _body(request) -> dict:
-    try:
-        raw = request.body
-    except RequestDataTooBig:
-        raise Refusal(413, "request body too large") from None
-    if len(raw) > MAX_BODY:
-        raise Refusal(413, "request body too large")
-    if not raw.strip():
-        return {}
-    ctype = request.content_type or ""
-    if ctype not in ("application/json", "text/plain", "") and not ctype.endswith("+json"):
-        raise Refusal(415, f"send JSON (Content-Type: application/json), not {ctype}")
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise Refusal(400, f"bad JSON: {exc}") from None
-    except RecursionError:
-        raise Refusal(400, "bad JSON: nested too deeply") from None
-    if not isinstance(data, dict):
-        raise Refusal(400, "the body must be a JSON object")
-    return data
-
-
-def _actor(request):
-    """(actor, authenticated by token?) or a Refusal for a bad Authorization header."""
-    header = request.headers.get("Authorization", "")
-    if header:
-        scheme, _, raw = header.partition(" ")
-        raw = raw.strip()
-        if scheme.lower() != "token" or not raw:
-            raise Refusal(401, "Authorization must be 'Token <API token or owner token>'")
-        if raw.startswith("pdk_"):
-            user = ApiToken.user_for(raw)
-            if user is None:
-                raise Refusal(401, "unknown or revoked API token")
-            return services.Actor(user=user), True
-        if not raw.startswith("pdo_"):
-            raise Refusal(401, "unknown token (API tokens start with pdk_, owner tokens with pdo_)")
-        return services.Actor(token=raw), True
-    return browser_actor(request), False
-
-
-def api(*methods):
-    """A JSON view: method check, actor, CSRF for cookie-authenticated writes, refusals as 4xx."""
-    def wrap(view):
-        @csrf_exempt
-        @functools.wraps(view)
-        def inner(request, *args, **kwargs):
-            if request.method not in methods:
-                resp = error(405, f"method {request.method} not allowed here (use {', '.join(methods)})")
-                resp["Allow"] = ", ".join(methods)
-                return resp
-            try:
-                actor, by_token = _actor(request)
-                if (request.method not in ("GET", "HEAD", "OPTIONS") and not by_token
-                        and has_session_cookie(request) and _csrf_failure(request)):
-                    return error(403, "CSRF check failed: send the X-CSRFToken header with the "
-                                      "csrftoken cookie, or authenticate with 'Authorization: Token ...'")
-                request.dojo_actor, request.dojo_by_token = actor, by_token
-                return view(request, *args, **kwargs)
-            except Refusal as r:
-                extra = dict(r.extra)
-                retry = extra.get("retry_after")
-                resp = error(r.status, r.reason, **extra)
-                if retry is not None:
-                    resp["Retry-After"] = str(int(retry))
-                return resp
-        return inner
-    return wrap
 
 
 # ============================================================================ JSON shapes
 
-def _iso(dt):
-    return dt.isoformat(timespec="milliseconds") if dt else None
-
-
 def step_json(session, step, jobs=None) -> dict:
     d = {"id": step.index, "index": step.index, "parent": step.parent, "text": step.text,
-         "ir": step.ir, "created": _iso(step.created), "url": f"/s/{session.id}/?step={step.index}"}
+         "ir": step.ir, "created": iso(step.created), "url": f"/s/{session.id}/?step={step.index}"}
     if jobs is not None:
         d["results"] = jobs
     return d
@@ -154,7 +66,7 @@ def session_json(session, actor) -> dict:
         "source": session.source,
         "sizes": session.sizes,
         "engine_version": session.engine_version,
-        "created": _iso(session.created),
+        "created": iso(session.created),
         "forked_from": session.forked_from_id,
         "current": session.current,
         "steps": [step_json(session, s, by_step.get(s.index, [])) for s in session.steps.all()],
@@ -183,7 +95,7 @@ def _anon_key(request):
 
 @api("POST")
 def sessions(request):
-    data = _body(request)
+    data = parse_body(request)
     unknown = set(data) - {"kernel", "source", "sizes", "title"}
     if unknown:
         raise Refusal(400, f"unknown field(s): {', '.join(sorted(unknown))} (known: kernel, source, sizes, title)")
@@ -226,7 +138,7 @@ def session_actions(request, sid):
 @api("POST")
 def session_steps(request, sid):
     session = services.get_session(sid)
-    data = _body(request)
+    data = parse_body(request)
     if "action" not in data:
         raise Refusal(400, "action is required (a step text such as 'split i by 32')")
     parent = data.get("parent", session.current)
@@ -272,59 +184,22 @@ def step_code(request, sid, index, target):
 @api("POST")
 def step_benchmark(request, sid, index):
     session = services.get_session(sid)
-    data = _body(request)
+    data = parse_body(request)
     runner = data.get("runner")
     if runner is not None and (not isinstance(runner, str) or len(runner) > 64):
         raise Refusal(400, "runner must be a runner name or label, or null for any")
     options = data.get("options")
     if options is not None and not isinstance(options, dict):
         raise Refusal(400, "options must be an object (min_time, timeout_s, threads, flush)")
-    job = benchmark(session, request.dojo_actor, index, runner, options)
+    job = submit_step(session, request.dojo_actor, index, runner, options)
     return JsonResponse({"job": job["id"], "state": job.get("state"), "url": job.get("url"),
                          "runner": job.get("runner")}, status=202)
-
-
-def benchmark(session, actor, index, runner, options=None) -> dict:
-    """Submit a benchmark of one step (owner only); the job dict."""
-    services.require_owner(session, actor)
-    steps = services.steps_of(session)
-    step = services.get_step(session, index, steps)
-    services.program_at(session, step.index, steps)        # must still replay
-    texts = list(services.path_texts(steps, step.index))
-    if not integration.available():
-        raise Refusal(503, integration.NOT_AVAILABLE)
-    from .jobs import check_quota
-    check_quota(session_id=session.id)
-    source = _library_source(session) or session.source
-    try:
-        return integration.submit(source, texts, session.sizes, runner or None,
-                                  session.kernel, session.id, step.index, options)
-    except integration.Unavailable as exc:
-        raise Refusal(503, str(exc)) from None
-    except ValueError as exc:
-        status = 409 if type(exc).__name__ == "NoRunner" else 400
-        raise Refusal(status, str(exc)) from None
-
-
-def _library_source(session):
-    """The library kernel's own text when the session's root is that kernel at its sizes
-    (the runners then know its flop count), else None."""
-    if not session.kernel:
-        return None
-    try:
-        from dojo_core import kernels
-        from dojo_core.printer import print_program
-        if print_program(kernels.load_kernel(session.kernel, session.sizes)) == session.source:
-            return print_program(kernels.load_kernel(session.kernel))
-    except Exception:                                    # noqa: BLE001 - optional
-        return None
-    return None
 
 
 @api("POST")
 def session_current(request, sid):
     session = services.get_session(sid)
-    data = _body(request)
+    data = parse_body(request)
     if "step" not in data:
         raise Refusal(400, "step is required")
     step = services.set_current(session, request.dojo_actor, data["step"])
@@ -334,15 +209,15 @@ def session_current(request, sid):
 @api("POST")
 def session_fork(request, sid):
     session = services.get_session(sid)
-    data = _body(request)
-    new, token = services.fork(session, _anon_key(request), data.get("step"))
+    data = parse_body(request)
+    new, token = transfer.fork(session, _anon_key(request), data.get("step"))
     return _created(request, new, token, forked_from=session.id, current=new.current)
 
 
 @api("GET")
 def session_export(request, sid):
     session = services.get_session(sid)
-    resp = JsonResponse(services.export_history(session), json_dumps_params={"indent": 1})
+    resp = JsonResponse(transfer.export_history(session), json_dumps_params={"indent": 1})
     if request.GET.get("download"):
         resp["Content-Disposition"] = f'attachment; filename="perfdojo-{session.id}.json"'
     return resp
@@ -350,14 +225,13 @@ def session_export(request, sid):
 
 @api("POST")
 def session_import(request):
-    data = _body(request)
-    session, token, warnings = services.import_history(_anon_key(request), data)
+    data = parse_body(request)
+    session, token, warnings = transfer.import_history(_anon_key(request), data)
     return _created(request, session, token, warnings=warnings, steps=session.steps.count())
 
 
 @api("GET")
 def kernels(request):
-    from webapp.histories.views import kernel_cards
     return JsonResponse({"kernels": [
         {"name": k["name"], "title": k["title"], "category": k["category"], "sizes": k["sizes"],
          "flops": k["flops"]} for k in kernel_cards(with_results=False)]})
@@ -368,7 +242,7 @@ def tokens(request):
     actor = request.dojo_actor
     if actor.user_id is None:
         raise Refusal(401, "sign in to make an API token")
-    data = _body(request)
+    data = parse_body(request)
     note = data.get("note") or ""
     if not isinstance(note, str):
         raise Refusal(400, "note must be a string")
@@ -378,8 +252,7 @@ def tokens(request):
 
 @api("GET")
 def openapi(request):
-    from .openapi import describe
-    return JsonResponse(describe(request), json_dumps_params={"indent": 1})
+    return JsonResponse(spec.describe(request), json_dumps_params={"indent": 1})
 
 
 @csrf_exempt

@@ -10,6 +10,11 @@ import re
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from webapp.agents.live import render_update
+
+from .models import Session
+from .views.bench import job_update_html
+
 log = logging.getLogger(__name__)
 SID = re.compile(r"^[A-Za-z0-9]{1,16}$")
 
@@ -48,7 +53,6 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     async def agent_update(self, event):
         """An agent run's progress (webapp/agents/live.py): the history tree and the run list."""
-        from webapp.agents.live import render_update
         try:
             html = await database_sync_to_async(render_update)(self.sid, event)
         except Exception:                                     # noqa: BLE001 - keep the socket
@@ -59,12 +63,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     @database_sync_to_async
     def _exists(self, sid):
-        from .models import Session
         return Session.objects.filter(id=sid).exists()
 
     @database_sync_to_async
     def _render(self, job):
-        from .models import Session
-        from .views import job_update_html
         session = Session.objects.get(id=self.sid)
         return job_update_html(session, job)

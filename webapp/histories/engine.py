@@ -19,8 +19,24 @@ import difflib
 import hashlib
 import html
 import logging
+import re
 from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+
+from pygments import format as pyg_format
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import CLexer, CudaLexer
+
+import dojo_core
+from dojo_core import ir
+from dojo_core.codegen.c import generate_c
+from dojo_core.codegen.cuda import generate_cuda
+from dojo_core.highlight import DojoLexer
+from dojo_core.parser import parse
+from dojo_core.printer import print_program
+from dojo_core.source import load_source
+from dojo_core.transforms import actions, apply_step
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +46,6 @@ MAX_ACTION_CHARS = 300
 
 
 def _engine_version() -> str:
-    import dojo_core
     root = Path(dojo_core.__file__).resolve().parent
     h = hashlib.sha256()
     files = sorted(p for p in root.glob("*.py")) + sorted((root / "transforms").glob("*.py"))
@@ -38,9 +53,8 @@ def _engine_version() -> str:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     try:
-        from importlib.metadata import version
         v = version("perfdojo")
-    except Exception:                                   # noqa: BLE001
+    except PackageNotFoundError:
         v = "0"
     return f"{v}+{h.hexdigest()[:10]}"
 
@@ -51,14 +65,12 @@ ENGINE_VERSION = _engine_version()
 @lru_cache(maxsize=256)
 def root_program(source: str):
     """The checked Program of a root source (raises DojoError located in <source>)."""
-    from dojo_core.source import load_source
     return load_source(source, "<source>")
 
 
 @lru_cache(maxsize=4096)
 def replay(source: str, texts: tuple):
     """The Program after applying ``texts`` to the root; the prefix is cached too."""
-    from dojo_core.transforms import apply_step
     if not texts:
         return root_program(source)
     return apply_step(replay(source, texts[:-1]), texts[-1])
@@ -66,13 +78,11 @@ def replay(source: str, texts: tuple):
 
 @lru_cache(maxsize=1024)
 def print_text(program) -> str:
-    from dojo_core.printer import print_program
     return print_program(program)
 
 
 @lru_cache(maxsize=512)
 def actions_of(program) -> tuple:
-    from dojo_core.transforms import actions
     return tuple(actions(program))
 
 
@@ -84,8 +94,6 @@ def refs_in(text: str) -> set:
 @lru_cache(maxsize=512)
 def line_refs(ir_text: str) -> dict:
     """{line number: ref} for every loop header and assignment of a canonical text."""
-    from dojo_core import ir
-    from dojo_core.parser import parse
     try:
         program = parse(ir_text)
     except Exception:                                    # noqa: BLE001 - display only
@@ -110,7 +118,6 @@ def program_line_refs(program) -> dict:
     """line_refs of print_program(program), without parsing: the canonical printer puts
     the doc comments, the kernel line, one line per array, a blank line, then one line per
     statement (a loop's header before its body)."""
-    from dojo_core import ir
     line = len(program.doc) + 1 + len(program.arrays) + (1 if program.body else 0)
     refs = {}
     n = 0
@@ -132,27 +139,21 @@ def program_line_refs(program) -> dict:
 
 
 def ref_kind(ref: str) -> str:
-    import re
     return "statement" if re.fullmatch(r"s\d+", ref) else "loop"
 
 
 # ----------------------------------------------------------------------------- code generation
 
 TARGETS = {"c": ("C", "c"), "cuda": ("CUDA", "cu")}
+GENERATORS = {"c": generate_c, "cuda": generate_cuda}
 
 
 @lru_cache(maxsize=512)
 def generated(program, target: str) -> tuple:
     """(source, None) or (None, why not) for target "c" or "cuda"."""
-    try:
-        if target == "c":
-            from dojo_core.codegen.c import generate_c as gen
-        elif target == "cuda":
-            from dojo_core.codegen.cuda import generate_cuda as gen
-        else:
-            return None, f"unknown target {target!r}"
-    except Exception:                                    # noqa: BLE001 - not written yet
-        return None, f"{TARGETS.get(target, (target,))[0]} code generation is not available"
+    gen = GENERATORS.get(target)
+    if gen is None:
+        return None, f"unknown target {target!r}"
     try:
         return gen(program), None
     except Exception as exc:                             # noqa: BLE001 - shown, not raised
@@ -165,19 +166,14 @@ def generated(program, target: str) -> tuple:
 @lru_cache(maxsize=1024)
 def highlighted(text: str, language: str) -> tuple:
     """HTML per line of text ("dojo", "c" or "cuda")."""
-    from pygments import format as pyg_format
-    from pygments.formatters import HtmlFormatter
     lines = text.splitlines()
     if not lines:
         return ()
     if language == "dojo":
-        from dojo_core.highlight import DojoLexer
         lexer = DojoLexer()
     elif language == "cuda":
-        from pygments.lexers import CudaLexer
         lexer = CudaLexer(stripnl=False, ensurenl=False)
     else:
-        from pygments.lexers import CLexer
         lexer = CLexer(stripnl=False, ensurenl=False)
     out = pyg_format(lexer.get_tokens("\n".join(lines) + "\n"), HtmlFormatter(nowrap=True)).split("\n")
     out = out[:len(lines)] + [""] * max(0, len(lines) - len(out))

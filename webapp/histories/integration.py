@@ -1,13 +1,17 @@
-"""The runners and jobs app (webapp.runners, issue 5), imported lazily.
+"""The histories' view of the runners app (webapp.runners): runners, jobs, results.
 
-Every function works when that app is missing or broken: ``available()`` is then
-False, ``runners()`` and ``jobs_for()`` are empty, and ``submit`` raises
-``Unavailable`` with the reason ("benchmarking not available yet").
+Benchmarking is available when ``_services()`` gives the runners app's services (always,
+in this project's settings).  Where it gives None (a server without benchmarking; the
+tests use it), ``available()`` is False, ``runners()``, ``recent_jobs()`` and
+``jobs_for()`` are empty, and ``submit`` raises ``Unavailable`` with NOT_AVAILABLE.  A
+page never fails because the job table cannot be read: the listings log and return [].
 """
 from __future__ import annotations
 
 import logging
-import statistics
+
+from webapp.runners import models as runner_models
+from webapp.runners import services as runner_services
 
 log = logging.getLogger(__name__)
 
@@ -19,50 +23,33 @@ class Unavailable(Exception):
 
 
 def _services():
-    try:
-        from webapp.runners import services
-        services.submit_benchmark   # noqa: B018 - the contract we need
-        services.job_dict           # noqa: B018
-        return services
-    except Exception:                                    # noqa: BLE001
-        return None
-
-
-def _models():
-    try:
-        from django.apps import apps
-        if not apps.is_installed("webapp.runners"):
-            return None
-        from webapp.runners import models
-        return models
-    except Exception:                                    # noqa: BLE001
-        return None
+    """The runners app's services; None stands for a server without benchmarking."""
+    return runner_services
 
 
 def available() -> bool:
-    return _services() is not None and _models() is not None
+    return _services() is not None
 
 
 def runners() -> list:
     """Runner dicts (name, status, online, labels, hardware, queue_depth, ...), [] if none."""
     services = _services()
-    if services is None or _models() is None:
+    if services is None:
         return []
     try:
-        if hasattr(services, "runners_list"):
-            return services.runners_list()
-        return [services.runner_dict(r) for r in _models().Runner.objects.all()]
+        return services.runners_list()
     except Exception:                                    # noqa: BLE001 - a page must not 500
         log.warning("cannot list runners", exc_info=True)
         return []
 
 
 def recent_jobs(limit: int = 30) -> list:
-    services, models = _services(), _models()
-    if services is None or models is None:
+    services = _services()
+    if services is None:
         return []
     try:
-        return [services.job_dict(j) for j in models.Job.objects.select_related("runner").order_by("-id")[:limit]]
+        jobs = runner_models.Job.objects.select_related("runner").order_by("-id")[:limit]
+        return [services.job_dict(j) for j in jobs]
     except Exception:                                    # noqa: BLE001
         log.warning("cannot list jobs", exc_info=True)
         return []
@@ -83,11 +70,11 @@ def submit(source: str, steps: list, sizes: dict, runner, kernel: str, session_i
 
 def jobs_for(session_id: str) -> list:
     """Job dicts of a session, oldest first."""
-    services, models = _services(), _models()
-    if services is None or models is None:
+    services = _services()
+    if services is None:
         return []
     try:
-        jobs = models.Job.objects.select_related("runner").filter(session_id=session_id).order_by("id")
+        jobs = runner_models.Job.objects.select_related("runner").filter(session_id=session_id).order_by("id")
         return [services.job_dict(j) for j in jobs]
     except Exception:                                    # noqa: BLE001
         log.warning("cannot read jobs", exc_info=True)
@@ -182,13 +169,3 @@ def with_speedups(results: dict) -> dict:
             entry["best_speedup"] = max(sp) if sp else None
     return results
 
-
-def spread(m: dict) -> str:
-    lo, hi = m.get("min_s"), m.get("max_s")
-    if lo is None or hi is None or not m.get("median_s"):
-        return ""
-    return f"{(hi - lo) / m['median_s'] * 100:.1f}%"
-
-
-def median(values):
-    return statistics.median(values) if values else None

@@ -1,6 +1,7 @@
 """A small server-rendered SVG plot of speedup over steps (no JavaScript, no library)."""
 from __future__ import annotations
 
+import math
 from html import escape
 
 COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4b5563"]
@@ -64,7 +65,6 @@ def speedup_svg(series: dict, width: int = 560, height: int = 220) -> str:
 
 
 def _nice_step(raw: float) -> float:
-    import math
     if raw <= 0:
         return 1.0
     mag = 10 ** math.floor(math.log10(raw))

@@ -1,8 +1,9 @@
-"""Histories: creating, extending, forking, exporting and importing them.
+"""Histories: creating and extending them, who may change them (export, import and fork
+are in transfer.py).
 
 Used by the editor pages and the JSON API alike.  Guarantees:
 
-* Every refusal is a ``Refusal(status, reason)`` (400 bad input or illegal action,
+* Every refusal is a ``Refusal(status, reason)`` (webapp/refusal.py) (400 bad input or illegal action,
   403 not the owner, 404 unknown session or step, 413 too large) and nothing stored
   changes because of it.
 * A step is stored only after replaying the whole path from the root with dojo_core
@@ -22,18 +23,16 @@ from dataclasses import dataclass, field
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from dojo_core import kernels
+from dojo_core.errors import DojoError
+from dojo_core.printer import print_program
+from dojo_core.source import load_source
+from webapp.refusal import Refusal
+
 from . import engine
 from .models import Session, Step
 
-EXPORT_FORMAT = "perfdojo-history"
-EXPORT_VERSION = 1
 OWNED_KEY = "dojo_owned_sessions"      # browser-session list of anonymous sessions it created
-
-
-class Refusal(Exception):
-    def __init__(self, status: int, reason: str, **extra):
-        super().__init__(reason)
-        self.status, self.reason, self.extra = status, reason, extra
 
 
 # ============================================================================ who is asking
@@ -136,7 +135,6 @@ def get_step(session: Session, index, steps: dict | None = None, what: str = "st
 
 def program_at(session: Session, index: int, steps: dict | None = None):
     """The replayed Program of step ``index`` (Refusal 409 if it no longer replays)."""
-    from dojo_core.errors import DojoError
     steps = steps if steps is not None else steps_of(session)
     texts = path_texts(steps, index)
     try:
@@ -148,9 +146,8 @@ def program_at(session: Session, index: int, steps: dict | None = None):
 
 # ============================================================================ create
 
-def _checked_root(kernel=None, source=None, sizes=None):
+def checked_root(kernel=None, source=None, sizes=None):
     """(canonical text, kernel name, sizes) of a new root, or a Refusal with the checker's message."""
-    from dojo_core.errors import DojoError
     if (kernel is None) == (source is None):
         raise Refusal(400, "give exactly one of 'kernel' (a library kernel name) or 'source' (IR text)")
     if sizes is not None:
@@ -160,7 +157,6 @@ def _checked_root(kernel=None, source=None, sizes=None):
         if any(v < 1 or v > 1 << 24 for v in sizes.values()):
             raise Refusal(400, "sizes must be positive integers (at most 16777216)")
     if kernel is not None:
-        from dojo_core import kernels
         if not isinstance(kernel, str):
             raise Refusal(400, "kernel must be a library kernel name")
         try:
@@ -171,7 +167,6 @@ def _checked_root(kernel=None, source=None, sizes=None):
                 raise Refusal(400, f"unknown kernel: {reason}") from None
             raise Refusal(400, f"kernel {kernel} has no size {reason!r} "
                                f"(sizes: {', '.join(kernels.load_kernel(kernel).size_values)})") from None
-        from dojo_core.printer import print_program
         text = print_program(program)
         name = kernel
     else:
@@ -182,8 +177,6 @@ def _checked_root(kernel=None, source=None, sizes=None):
                                f"limit {engine.MAX_SOURCE_BYTES})")
         if "\0" in source:
             raise Refusal(400, "<source>:1:1: not a text (NUL byte)")
-        from dojo_core.source import load_source
-        from dojo_core.printer import print_program
         text = source.replace("\r\n", "\n").replace("\r", "\n")
         try:
             program = load_source(text, "<source>", sizes or None)
@@ -202,7 +195,7 @@ def _checked_root(kernel=None, source=None, sizes=None):
     return text, name, program.size_values
 
 
-def _new_session(source: str, kernel: str, sizes: dict, actor: Actor, **fields) -> tuple:
+def new_session(source: str, kernel: str, sizes: dict, actor: Actor, **fields) -> tuple:
     """(session, owner token or None), with step 0, in the caller's transaction."""
     now = timezone.now()
     owner = actor.user if actor.user_id is not None else None
@@ -228,11 +221,11 @@ def _new_session(source: str, kernel: str, sizes: dict, actor: Actor, **fields) 
 
 def create_session(actor: Actor, kernel=None, source=None, sizes=None, title: str = "") -> tuple:
     """(session, owner token or None): a new history rooted at a library kernel or pasted IR."""
-    text, name, all_sizes = _checked_root(kernel, source, sizes)
+    text, name, all_sizes = checked_root(kernel, source, sizes)
     if not isinstance(title, str):
         raise Refusal(400, "title must be a string")
     with transaction.atomic():
-        return _new_session(text, name, all_sizes, actor, title=title[:200])
+        return new_session(text, name, all_sizes, actor, title=title[:200])
 
 
 # ============================================================================ steps
@@ -255,7 +248,6 @@ def add_step(session: Session, actor: Actor, parent, action) -> tuple:
 
     Applying an action that the parent already has as a child returns that child
     (created False).  Either way the session's current step becomes it."""
-    from dojo_core.errors import DojoError
     require_owner(session, actor)
     text = normalize_action(action)
     steps = steps_of(session)
@@ -313,109 +305,7 @@ def undo(session: Session, actor: Actor) -> Step:
     return steps[target]
 
 
-# ============================================================================ export, import, fork
-
-def export_history(session: Session) -> dict:
-    steps = sorted(session.steps.all(), key=lambda s: s.index)
-    return {
-        "format": EXPORT_FORMAT,
-        "version": EXPORT_VERSION,
-        "id": session.id,
-        "url": session.url,
-        "kernel": session.kernel or None,
-        "title": session.title,
-        "source": session.source,
-        "sizes": session.sizes,
-        "engine_version": session.engine_version,
-        "created": session.created.isoformat(),
-        "forked_from": session.forked_from_id,
-        "current": session.current,
-        "steps": [{"index": s.index, "parent": s.parent, "text": s.text, "ir": s.ir} for s in steps],
-    }
-
-
-def import_history(actor: Actor, data, forked_from: Session | None = None, forked_at=None) -> tuple:
-    """(session, owner token or None, warnings) from an exported history; every step is
-    replayed from the root (stored IR in the file is only compared, never trusted)."""
-    from dojo_core.errors import DojoError
-    if not isinstance(data, dict):
-        raise Refusal(400, "a history must be a JSON object")
-    if data.get("format", EXPORT_FORMAT) != EXPORT_FORMAT:
-        raise Refusal(400, f"format must be {EXPORT_FORMAT!r}")
-    if data.get("version", EXPORT_VERSION) != EXPORT_VERSION:
-        raise Refusal(400, f"unsupported history version {data.get('version')!r} (this server reads {EXPORT_VERSION})")
-    source = data.get("source")
-    if not isinstance(source, str):
-        raise Refusal(400, "source: the root IR text is required")
-    kernel = data.get("kernel") or ""
-    if not isinstance(kernel, str) or len(kernel) > 100:
-        raise Refusal(400, "kernel must be a name")
-    title = data.get("title") or ""
-    if not isinstance(title, str):
-        raise Refusal(400, "title must be a string")
-    raw_steps = data.get("steps")
-    if raw_steps is None:
-        raw_steps = [{"index": 0, "parent": None, "text": ""}]
-    if not isinstance(raw_steps, list) or not raw_steps:
-        raise Refusal(400, "steps must be a non-empty list")
-    if len(raw_steps) > engine.MAX_STEPS:
-        raise Refusal(400, f"too many steps ({len(raw_steps)}, limit {engine.MAX_STEPS})")
-    text, _, sizes = _checked_root(source=source)
-    parsed = {}
-    for k, item in enumerate(raw_steps):
-        if not isinstance(item, dict):
-            raise Refusal(400, f"steps[{k}] must be an object")
-        index = item.get("index", k)
-        parent = item.get("parent", None if k == 0 else k - 1)
-        if isinstance(index, bool) or not isinstance(index, int) or index != k:
-            raise Refusal(400, f"steps[{k}].index must be {k} (steps are listed in index order from 0)")
-        if k == 0:
-            if parent is not None or (item.get("text") or ""):
-                raise Refusal(400, "steps[0] must be the root (parent null, empty text)")
-            parsed[0] = (None, "")
-            continue
-        if isinstance(parent, bool) or not isinstance(parent, int) or not 0 <= parent < k:
-            raise Refusal(400, f"steps[{k}].parent must be the index of an earlier step")
-        parsed[k] = (parent, normalize_action(item.get("text")))
-    current = data.get("current", 0)
-    if isinstance(current, bool) or not isinstance(current, int) or current not in parsed:
-        current = 0
-    # replay everything before storing anything
-    texts_of = {0: ()}
-    irs = {0: text}
-    warnings = []
-    for k in range(1, len(parsed)):
-        parent, step_text = parsed[k]
-        texts_of[k] = texts_of[parent] + (step_text,)
-        try:
-            program = engine.replay(text, texts_of[k])
-        except RecursionError:
-            raise Refusal(400, f"steps[{k}] '{step_text}': nested too deeply") from None
-        except DojoError as exc:
-            raise Refusal(400, f"steps[{k}] '{step_text}' is not legal after step {parent}: "
-                               f"{getattr(exc, 'message', str(exc))}") from None
-        irs[k] = engine.print_text(program)
-        given = raw_steps[k].get("ir")
-        if isinstance(given, str) and given != irs[k]:
-            warnings.append(f"step {k}: the IR in the file differs from the replay; the replay is kept")
-    with transaction.atomic():
-        session, token = _new_session(text, kernel, sizes, actor, title=title[:200],
-                                      forked_from=forked_from, forked_at=forked_at, current=current)
-        Step.objects.bulk_create([
-            Step(session=session, index=k, parent=parsed[k][0], text=parsed[k][1], ir=irs[k])
-            for k in range(1, len(parsed))])
-    return session, token, warnings
-
-
-def fork(session: Session, actor: Actor, at=None) -> tuple:
-    """(new session, owner token or None): a copy of the whole tree owned by ``actor``;
-    its current step is ``at`` (default: the original's current step)."""
-    data = export_history(session)
-    if at is not None:
-        data["current"] = get_step(session, at).index
-    new, token, _ = import_history(actor, data, forked_from=session, forked_at=data["current"])
-    return new, token
-
+# ============================================================================ owners
 
 def adopt(user, ids) -> int:
     """Give a user the anonymous sessions a browser session created (on login/sign-up)."""
@@ -430,7 +320,6 @@ def adopt(user, ids) -> int:
 def recheck(session: Session) -> list:
     """Problems replaying a history with this engine: [] when every step replays to its
     stored IR.  Records the engine version when all is well."""
-    from dojo_core.errors import DojoError
     problems = []
     steps = steps_of(session)
     try:

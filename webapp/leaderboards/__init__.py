@@ -1,1 +1,1 @@
-"""Leaderboards and library downloads (issue 8): queries over the runners' Job table."""
+"""Leaderboards and library downloads: queries over the runners' Job table."""

@@ -21,14 +21,17 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from dojo_core.kernels import load_kernel
 from dojo_core.library.select import full_sizes, size_key
 from dojo_core.records import fingerprint_of_hardware, program_hash, text_hash
+from webapp.histories.integration import hardware_summary
+from webapp.histories.models import Step
+from webapp.runners.models import Job, Runner
 
 MAX_JOBS = 20000
 
 
 def _jobs(kernel=None):
-    from webapp.runners.models import Job
     qs = (Job.objects.filter(state=Job.DONE).exclude(kernel="").exclude(program_hash="")
           .select_related("runner"))
     if kernel is not None:
@@ -38,7 +41,6 @@ def _jobs(kernel=None):
 
 def _step_hashes(jobs) -> dict:
     """{(session id, step index): sha256 of that step's canonical IR} for the steps jobs claim."""
-    from webapp.histories.models import Step
     wanted = {(j.session_id, j.step_index) for j in jobs
               if j.session_id and isinstance(j.step_index, int)}
     if not wanted:
@@ -78,7 +80,6 @@ def history_url(job):
 
 @lru_cache(maxsize=512)
 def _source_hash(kernel: str, skey: tuple) -> str:
-    from dojo_core.kernels import load_kernel
     return program_hash(load_kernel(kernel, dict(skey)))
 
 
@@ -121,13 +122,11 @@ def verified_records(kernel=None, site: str = "") -> list:
 
 
 def runner_infos() -> list:
-    from webapp.runners.models import Runner
     return [{"name": r.name, "labels": list(r.labels or []), "online": r.online,
              "fingerprint": fingerprint_of_hardware(r.hardware or {})} for r in Runner.objects.all()]
 
 
 def _summary(hw: dict) -> str:
-    from webapp.histories.integration import hardware_summary
     return hardware_summary(hw) or "unknown hardware"
 
 

@@ -19,24 +19,22 @@ from pathlib import Path
 
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from dojo_core import kernels as library
+from dojo_core.library import build_library
+from dojo_core.library.select import LibraryError, RunnerInfo, record_fingerprint, resolve_target
+from webapp.jsonapi import error, json_view
 
 from . import queries
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
-def _error(status: int, reason: str) -> JsonResponse:
-    resp = JsonResponse({"error": reason}, status=status)
-    if status == 405:
-        resp["Allow"] = "GET"
-    return resp
-
-
 def _kernel_or_none(name: str):
-    from dojo_core import kernels
     try:
-        kernels.kernel_path(name)
-        return kernels.info(name)
+        library.kernel_path(name)
+        return library.info(name)
     except KeyError:
         return None
 
@@ -45,18 +43,15 @@ def _board_json(board: dict) -> dict:
     return {**board, "entries": [{k: v for k, v in e.items()} for e in board["entries"]]}
 
 
+@json_view("GET", csrf_exempt=False)
 def api_leaderboard(request, name):
-    if request.method != "GET":
-        return _error(405, "only GET")
     if _kernel_or_none(name) is None:
-        return _error(404, f"no library kernel named {name!r}")
+        return error(404, f"no library kernel named {name!r}")
     return JsonResponse({"kernel": name, "boards": [_board_json(b) for b in queries.leaderboards(name)]})
 
 
+@json_view("GET", csrf_exempt=False)
 def api_records(request):
-    if request.method != "GET":
-        return _error(405, "only GET")
-    from dojo_core.library.select import LibraryError, RunnerInfo, record_fingerprint, resolve_target
     site = request.build_absolute_uri("/").rstrip("/")
     records, runners = queries.verified_records(site=site), queries.runner_infos()
     target = request.GET.get("target")
@@ -65,7 +60,7 @@ def api_records(request):
         try:
             fps = resolve_target(target, records, infos)
         except LibraryError as exc:
-            return _error(400, str(exc))
+            return error(400, str(exc))
         records = [r for r in records if record_fingerprint(r) in fps]
     return JsonResponse({"target": target or None, "records": records, "runners": runners})
 
@@ -73,8 +68,6 @@ def api_records(request):
 def build_archive(target: str, kernels=None):
     """(file name, .tar.gz bytes) of the library of a target, built by dojo_core.library from
     the verified jobs; LibraryError when refused."""
-    from dojo_core.library import build_library
-    from dojo_core.library.select import RunnerInfo
     records = queries.verified_records()
     runners = [RunnerInfo(r["name"], r["labels"], r["fingerprint"]) for r in queries.runner_infos()]
     stem = "perfdojo-library-" + (_SAFE_NAME.sub("-", target).strip("-") or "target")
@@ -88,9 +81,6 @@ def build_archive(target: str, kernels=None):
 
 
 def _archive_response(request, as_json: bool):
-    from dojo_core.library.select import LibraryError
-    if request.method != "GET":
-        return _error(405, "only GET")
     target = (request.GET.get("target") or "").strip()
     kernels = [k for k in (request.GET.get("kernels") or "").split(",") if k.strip()] or None
     if not target:
@@ -105,15 +95,17 @@ def _archive_response(request, as_json: bool):
             response["Content-Disposition"] = f'attachment; filename="{name}"'
             return response
     if as_json:
-        return _error(400, reason)
+        return error(400, reason)
     return render(request, "leaderboards/refused.html", {"reason": reason, "target": target},
                   status=400)
 
 
+@json_view("GET", csrf_exempt=False)
 def api_library(request):
     return _archive_response(request, as_json=True)
 
 
+@require_GET
 def library_download(request):
     return _archive_response(request, as_json=False)
 
@@ -123,14 +115,13 @@ def kernel_page(request, name):
     if entry is None:
         return render(request, "leaderboards/refused.html",
                       {"reason": f"no library kernel named {name!r}"}, status=404)
-    from dojo_core import kernels
     boards = queries.leaderboards(name)
     for board in boards:
         board["sizes_text"] = ", ".join(f"{k}={v}" for k, v in board["sizes"].items())
         for e in board["entries"]:
             e["time_text"] = _fmt_time(e["median_s"])
     return render(request, "leaderboards/kernel.html", {
-        "kernel": name, "entry": entry, "sizes": kernels.load_kernel(name).size_values,
+        "kernel": name, "entry": entry, "sizes": library.load_kernel(name).size_values,
         "boards": boards, "best": queries.best_known(boards).get(name, []),
         "targets": queries.targets()})
 

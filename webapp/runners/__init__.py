@@ -1,4 +1,4 @@
-"""The runner registry and job dispatch (DESIGN.md section 6; issue 5).
+"""The runner registry and job dispatch (DESIGN.md section 6).
 
 Models: Runner, RegistrationToken, Job.  ``services`` is the Python interface
 (submit_benchmark, job_dict, cancel, the runner protocol), ``views`` the HTTP

@@ -1,6 +1,7 @@
 from django.contrib import admin, messages
 
 from .models import Job, RegistrationToken, Runner, digest
+from .services import cancel
 
 @admin.register(RegistrationToken)
 class RegistrationTokenAdmin(admin.ModelAdmin):
@@ -45,6 +46,5 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.action(description="Cancel the selected jobs")
     def cancel_jobs(self, request, queryset):
-        from .services import cancel
         for job in queryset:
             cancel(job)

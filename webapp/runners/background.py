@@ -13,18 +13,17 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import close_old_connections
+
+from . import notify
+from .reaper import reap_once
 
 log = logging.getLogger(__name__)
 
 
 async def reaper_loop(interval: float) -> None:
-    from asgiref.sync import sync_to_async
-
-    from django.db import close_old_connections
-
-    from .reaper import reap_once
-
     def one_pass():
         close_old_connections()            # its thread keeps a connection (CONN_MAX_AGE)
         try:
@@ -50,8 +49,6 @@ class with_background:                                         # noqa: N801 - us
         self.started = False
 
     def start(self) -> None:
-        from . import notify
-
         notify.start_sender()
         self.started = True
         interval = float(getattr(settings, "DOJO_REAPER_INTERVAL", 0) or 0)

@@ -18,6 +18,9 @@ import logging
 import re
 import threading
 
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
 log = logging.getLogger(__name__)
 
 GROUP_OK = re.compile(r"^[A-Za-z0-9\-_.]{1,99}$")
@@ -36,7 +39,6 @@ def groups_for(job: dict) -> list[str]:
 
 def _layer():
     try:
-        from channels.layers import get_channel_layer
         return get_channel_layer()
     except Exception:                                            # noqa: BLE001
         log.warning("no channel layer", exc_info=True)
@@ -104,7 +106,6 @@ def push(job: dict) -> None:
         if loop is not None:               # called from async code: don't block the loop
             loop.create_task(_send_all(layer, groups, message))
         else:
-            from asgiref.sync import async_to_sync
             async_to_sync(_send_all)(layer, groups, message)
     except Exception:                                            # noqa: BLE001
         log.warning("could not push job %s update", job.get("id"), exc_info=True)

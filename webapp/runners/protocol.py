@@ -1,7 +1,7 @@
 """The runner protocol (views.py maps these to HTTP): register, authenticate, heartbeat,
 claim, report, release, goodbye.
 
-Guarantees: every refusal is ``Refused(status, reason)``; every state change happens in
+Guarantees: every refusal is ``Refusal(status, reason)``; every state change happens in
 a transaction on a locked job row (``FOR UPDATE OF`` the job alone, so that it works on
 PostgreSQL, where the nullable runner join cannot be locked) and is pushed once
 committed.  A registered runner name cannot be taken over: registering it again needs
@@ -18,41 +18,43 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from webapp.refusal import Refusal
+
 from .models import Job, RegistrationToken, Runner, digest, offline_after
-from .services import (LABEL_RE, MAX_JSON, NAME_RE, RESULT_FIELDS, Refused, _after_commit,
-                       _setting, job_spec, redispatch, reassign, requeue_or_lose)
-from .shapes import _iso, job_dict
+from .services import (LABEL_RE, MAX_JSON, NAME_RE, RESULT_FIELDS, after_commit,
+                       setting, job_spec, redispatch, reassign, requeue_or_lose)
+from .shapes import iso, job_dict
 
 def register(token: str, name, labels, hardware, sandbox_info, secret=None) -> dict:
     """A runner joins: a new name with any usable token; an existing name only with that
     runner's current ``secret`` or a token issued to replace that name (403 otherwise)."""
     if secret is not None and not isinstance(secret, str):
-        raise Refused(400, "secret: the runner's current secret, a string")
+        raise Refusal(400, "secret: the runner's current secret, a string")
     if not isinstance(token, str) or not token:
-        raise Refused(400, "token: a registration token is required")
+        raise Refusal(400, "token: a registration token is required")
     if name is not None and (not isinstance(name, str) or not NAME_RE.match(name)):
-        raise Refused(400, "name: 1-64 letters, digits, '_', '.', '-' (starting with a letter or digit)")
+        raise Refusal(400, "name: 1-64 letters, digits, '_', '.', '-' (starting with a letter or digit)")
     if not isinstance(labels, list) or not all(isinstance(l, str) and LABEL_RE.match(l) for l in labels):
-        raise Refused(400, "labels: a list of short names (letters, digits, '_.:+-')")
+        raise Refusal(400, "labels: a list of short names (letters, digits, '_.:+-')")
     if not isinstance(hardware, dict) or len(json.dumps(hardware)) > MAX_JSON:
-        raise Refused(400, "hardware: an object of at most 64 KiB")
+        raise Refusal(400, "hardware: an object of at most 64 KiB")
     if sandbox_info is not None and not isinstance(sandbox_info, dict):
-        raise Refused(400, "sandbox: an object")
+        raise Refusal(400, "sandbox: an object")
     from runners.celery_app import queue_for
     from runners.hardware import default_labels
 
     now = timezone.now()
     with transaction.atomic():
         tok = RegistrationToken.objects.select_for_update().filter(token_hash=digest(token)).first()
-        bootstrap = _setting("DOJO_RUNNER_BOOTSTRAP_TOKEN", None)
+        bootstrap = setting("DOJO_RUNNER_BOOTSTRAP_TOKEN", None)
         if tok is None and bootstrap and hmac.compare_digest(token.encode(), bootstrap.encode()):
             pass                                  # the deployment's shared token (compose.yaml)
         elif tok is None:
-            raise Refused(403, "unknown registration token")
+            raise Refusal(403, "unknown registration token")
         else:
             ok, why = tok.usable(now)
             if not ok:
-                raise Refused(403, why)
+                raise Refusal(403, why)
         if not name:
             host = re.sub(r"[^A-Za-z0-9_.-]", "-", str((hardware.get("host") or "runner")))[:40]
             name = f"{host}-{Runner.objects.count() + 1}"
@@ -63,9 +65,9 @@ def register(token: str, name, labels, hardware, sandbox_info, secret=None) -> d
         if runner is None:
             runner = Runner(name=name, queue=queue_for(name))
         elif not runner.enabled:
-            raise Refused(403, f"runner {name} is disabled")
+            raise Refusal(403, f"runner {name} is disabled")
         elif not _may_replace(runner, tok, secret):
-            raise Refused(403, f"runner name {name} is taken: registering it again needs that "
+            raise Refusal(403, f"runner name {name} is taken: registering it again needs that "
                                "runner's secret or a token issued to replace it")
         secret = runner.set_secret()
         runner.labels, runner.hardware, runner.sandbox = all_labels, hardware, sandbox_info or {}
@@ -86,7 +88,7 @@ def register(token: str, name, labels, hardware, sandbox_info, secret=None) -> d
     broker = getattr(settings, "DOJO_RUNNER_BROKER_URL", None) or settings.DOJO_BROKER_URL
     return {"name": runner.name, "secret": secret, "queue": runner.queue, "broker_url": broker,
             "broker_options": settings.DOJO_BROKER_OPTIONS,
-            "heartbeat_s": float(_setting("DOJO_RUNNER_HEARTBEAT", 3)),
+            "heartbeat_s": float(setting("DOJO_RUNNER_HEARTBEAT", 3)),
             "offline_after_s": offline_after().total_seconds(), "labels": all_labels}
 
 
@@ -98,15 +100,15 @@ def _may_replace(runner: Runner, tok, secret) -> bool:
 
 def authenticate(header: str | None) -> Runner:
     if not header:
-        raise Refused(401, "missing Authorization: Bearer <runner secret>")
+        raise Refusal(401, "missing Authorization: Bearer <runner secret>")
     scheme, _, secret = header.partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
-        raise Refused(401, "Authorization must be 'Bearer <runner secret>'")
+        raise Refusal(401, "Authorization must be 'Bearer <runner secret>'")
     runner = Runner.objects.filter(secret_hash=digest(secret.strip())).first()
     if runner is None:
-        raise Refused(403, "unknown runner secret")
+        raise Refusal(403, "unknown runner secret")
     if not runner.enabled:
-        raise Refused(403, f"runner {runner.name} is disabled")
+        raise Refusal(403, f"runner {runner.name} is disabled")
     return runner
 
 
@@ -114,7 +116,7 @@ def _job_id(value) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise Refused(400, "current_job must be a job id or null")
+        raise Refusal(400, "current_job must be a job id or null")
     return value
 
 
@@ -136,7 +138,7 @@ def heartbeat(runner: Runner, current_job=None) -> dict:
             job = Job.objects.filter(id=current_job).only("state", "runner").first()
             if job is None or job.state == Job.CANCELLED or job.runner_id != runner.id:
                 cancel_ids.append(current_job)
-    return {"ok": True, "cancel": cancel_ids, "server_time": _iso(now)}
+    return {"ok": True, "cancel": cancel_ids, "server_time": iso(now)}
 
 
 def _check_ticket(job: Job, attempt: int) -> None:
@@ -144,38 +146,38 @@ def _check_ticket(job: Job, attempt: int) -> None:
     or the current one of a running job (its message came back after a worker restart)."""
     expected = job.attempts + 1 if job.state == Job.QUEUED else job.attempts
     if attempt != expected or attempt > job.max_attempts:
-        raise Refused(409, f"job {job.id} is {job.state} at attempt {job.attempts}; "
+        raise Refusal(409, f"job {job.id} is {job.state} at attempt {job.attempts}; "
                            f"the ticket for attempt {attempt} is stale")
 
 
 def _positive(value, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise Refused(400, f"{what} must be a positive integer")
+        raise Refusal(400, f"{what} must be a positive integer")
     return value
 
 
 def claim(runner: Runner, job_id: int, attempt=None) -> dict:
     """The runner takes the job: queued (or running, redelivered) -> running, attempts + 1.
     With ``attempt`` (its ticket's, runners.tickets), refused unless the job is at that
-    attempt (``_check_ticket``).  Refused when the job is another runner's or final."""
+    attempt (``_check_ticket``).  Refusal when the job is another runner's or final."""
     if attempt is not None:
         attempt = _positive(attempt, "attempt (the ticket's)")
     now = timezone.now()
     with transaction.atomic():
         job = Job.objects.select_for_update().filter(id=job_id).first()
         if job is None:
-            raise Refused(404, f"no job {job_id}")
+            raise Refusal(404, f"no job {job_id}")
         if job.runner_id != runner.id:
-            raise Refused(409, f"job {job_id} is not assigned to runner {runner.name}")
+            raise Refusal(409, f"job {job_id} is not assigned to runner {runner.name}")
         if job.state not in Job.ACTIVE:
-            raise Refused(409, f"job {job_id} is {job.state}")
+            raise Refusal(409, f"job {job_id} is {job.state}")
         if attempt is not None:
             _check_ticket(job, attempt)
         if job.state == Job.RUNNING:
             job.log("restarted", runner=runner.name)       # redelivered after a worker restart
         if job.attempts >= job.max_attempts:
             requeue_or_lose(job, "no attempts left")
-            raise Refused(409, f"job {job_id} is lost (no attempts left)")
+            raise Refusal(409, f"job {job_id} is lost (no attempts left)")
         job.attempts += 1
         job.state = Job.RUNNING
         job.started = job.heartbeat = now
@@ -183,15 +185,15 @@ def claim(runner: Runner, job_id: int, attempt=None) -> dict:
         job.save()
         Runner.objects.filter(id=runner.id).update(current_job_id=job.id, last_heartbeat=now)
         job.runner = runner
-        _after_commit(job)
+        after_commit(job)
     return {"job": job_spec(job), "attempt": job.attempts}
 
 
 def _clean_result(result) -> dict:
     if not isinstance(result, dict):
-        raise Refused(400, "result must be an object")
+        raise Refusal(400, "result must be an object")
     if len(json.dumps(result)) > MAX_JSON:
-        raise Refused(400, "result: larger than 64 KiB")
+        raise Refusal(400, "result: larger than 64 KiB")
     out = {k: result.get(k) for k in RESULT_FIELDS}
     for k, v in result.items():
         if k not in out:
@@ -208,32 +210,32 @@ def report(runner: Runner, job_id: int, attempt, state, result, claim: bool = Fa
     long enough in the background, ``runners.execute``); the result then carries the
     claim of its ticket's attempt, made in the same transaction under the same checks."""
     if not isinstance(claim, bool):
-        raise Refused(400, "claim must be true or false")
+        raise Refusal(400, "claim must be true or false")
     if state not in (Job.DONE, Job.FAILED, Job.CANCELLED):
-        raise Refused(400, "state must be 'done', 'failed' or 'cancelled'")
+        raise Refusal(400, "state must be 'done', 'failed' or 'cancelled'")
     if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
-        raise Refused(400, "attempt must be a positive integer (the one claim returned)")
+        raise Refusal(400, "attempt must be a positive integer (the one claim returned)")
     clean = _clean_result(result)
     with transaction.atomic():
         job = Job.objects.select_for_update().filter(id=job_id).first()
         if job is None:
-            raise Refused(404, f"no job {job_id}")
+            raise Refusal(404, f"no job {job_id}")
         if job.runner_id != runner.id:
-            raise Refused(403, f"job {job_id} is not assigned to runner {runner.name}")
+            raise Refusal(403, f"job {job_id} is not assigned to runner {runner.name}")
         if job.state == Job.CANCELLED:
             return {"status": "ignored", "reason": "the job was cancelled", "job": job_dict(job)}
         if job.final:
             stored = (job.result or {}).get("attempt")
             if stored == attempt:
                 return {"status": "duplicate", "job": job_dict(job)}
-            raise Refused(409, f"job {job_id} already finished ({job.state}) with attempt {stored}")
+            raise Refusal(409, f"job {job_id} already finished ({job.state}) with attempt {stored}")
         now = timezone.now()
         if claim and job.state == Job.QUEUED:
             _check_ticket(job, attempt)
             job.attempts, job.state, job.started, job.heartbeat = attempt, Job.RUNNING, now, now
             job.log("running", runner=runner.name, attempt=attempt, claimed="with its result")
         if job.state != Job.RUNNING or attempt != job.attempts:
-            raise Refused(409, f"job {job_id} is {job.state} at attempt {job.attempts}; "
+            raise Refusal(409, f"job {job_id} is {job.state} at attempt {job.attempts}; "
                                f"attempt {attempt} is stale")
         if state == Job.CANCELLED:             # the runner killed it on a stale cancel request
             state, clean["error"] = Job.FAILED, clean.get("error") or "cancelled by the runner"
@@ -252,7 +254,7 @@ def report(runner: Runner, job_id: int, attempt, state, result, claim: bool = Fa
         job.save()
         Runner.objects.filter(id=runner.id, current_job_id=job.id).update(current_job_id=None)
         job.runner = runner
-        _after_commit(job)
+        after_commit(job)
     return {"status": "stored", "job": job_dict(job)}
 
 
@@ -262,9 +264,9 @@ def release(runner: Runner, job_id: int, reason) -> dict:
     with transaction.atomic():
         job = Job.objects.select_for_update(of=("self",)).select_related("runner").filter(id=job_id).first()
         if job is None:
-            raise Refused(404, f"no job {job_id}")
+            raise Refusal(404, f"no job {job_id}")
         if job.runner_id != runner.id:
-            raise Refused(403, f"job {job_id} is not assigned to runner {runner.name}")
+            raise Refusal(403, f"job {job_id} is not assigned to runner {runner.name}")
         if job.state != Job.RUNNING:
             return {"status": "ignored", "job": job_dict(job)}
         Runner.objects.filter(id=runner.id, current_job_id=job.id).update(current_job_id=None)

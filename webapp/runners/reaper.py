@@ -116,7 +116,7 @@ def reap_once(now=None) -> dict:
                 job.result = {"error": f"lost: no runner took it within {pending.total_seconds():g} s"}
                 job.log("lost", reason="pending timeout")
                 job.save()
-                services._after_commit(job)
+                services.after_commit(job)
                 counts["expired"] += 1
     counts["rebalanced"] = rebalance()
     if any(counts.values()):

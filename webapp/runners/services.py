@@ -9,7 +9,7 @@ For the web app (the editor and the JSON API):
     cancel(job) -> Job
 
 The runner protocol (register, authenticate, heartbeat, claim, report, release,
-goodbye) is in protocol.py, and reachable from here too.  For the reaper:
+goodbye) is in protocol.py.  For the reaper:
 requeue_or_lose, reassign, redispatch.
 
 Row locks are ``select_for_update(of=("self",))``: PostgreSQL refuses FOR UPDATE on
@@ -21,17 +21,28 @@ Channels groups ``job-<id>`` and ``session-<session_id>``, and (when the job is
 queued on a runner) published to that runner's Celery queue.
 
 Bad input raises ValueError with the reason (NoRunner, a ValueError, when no
-online runner matches); protocol refusals raise Refused(status, reason).
+online runner matches); protocol refusals raise Refusal(status, reason) (webapp/refusal.py).
 """
 from __future__ import annotations
 
 import logging
 import re
+import time
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
+
+from dojo_core import kernels
+from dojo_core.checker import MAX_SIZE, check
+from dojo_core.errors import CheckErrors, DojoError
+from dojo_core.parser import parse
+from dojo_core.printer import print_program
+from dojo_core.records import program_hash
+from dojo_core.source import parse_sizes
+from dojo_core.steps import parse_steps, replay
+from runners import tickets
 
 from . import dispatch, notify
 from .shapes import job_dict, runner_dict, runners_list  # noqa: F401 - public here too
@@ -53,21 +64,14 @@ class NoRunner(ValueError):
     """No online runner matches the request."""
 
 
-class Refused(Exception):
-    """A refusal of the runner protocol: HTTP status and reason."""
-
-    def __init__(self, status: int, reason: str):
-        super().__init__(reason)
-        self.status, self.reason = status, reason
-
-
-def _setting(name, default):
+def setting(name, default):
+    """settings.NAME, or ``default`` where the settings do not set it."""
     return getattr(settings, name, default)
 
 
 # =========================================================================== notifications, dispatch
 
-def _after_commit(job: Job, send: bool = False) -> None:
+def after_commit(job: Job, send: bool = False) -> None:
     """Push the job's new state (and publish it to its runner's queue) once committed.
 
     A job to send has its ``dispatched`` time set in the same transaction (so that no
@@ -78,7 +82,6 @@ def _after_commit(job: Job, send: bool = False) -> None:
     job_id, marked = job.id, job.dispatched
     ticket = signature = None
     if queue:
-        from runners import tickets
         ticket = {"job": job_spec(job), "attempt": job.attempts + 1, "runner": job.runner.name}
         signature = tickets.sign(tickets.dispatch_key(job.runner.secret_hash), ticket)
 
@@ -114,7 +117,6 @@ def _clean_steps(steps) -> list[str]:
     if steps is None:
         return []
     if isinstance(steps, str):
-        from dojo_core.steps import parse_steps
         return [text for _, text in parse_steps(steps)]
     if not isinstance(steps, (list, tuple)):
         raise ValueError("steps must be a list of step texts")
@@ -136,7 +138,6 @@ def _clean_sizes(sizes) -> dict:
         return {}
     if not isinstance(sizes, dict):
         raise ValueError("sizes must be an object {NAME: positive integer}")
-    from dojo_core.checker import MAX_SIZE          # the sessions' rule too
     out = {}
     for name, value in sizes.items():
         if not isinstance(name, str) or not name.isidentifier():
@@ -147,12 +148,14 @@ def _clean_sizes(sizes) -> dict:
     return out
 
 
-def _clean_options(options) -> dict:
+def clean_options(options) -> dict:
+    """A job's measurement options, checked (min_time, timeout_s, threads, flush, dry_run);
+    a ValueError naming the first bad one."""
     if options is None:
         return {}
     if not isinstance(options, dict):
         raise ValueError("options must be an object")
-    max_wall = float(_setting("DOJO_JOB_MAX_TIMEOUT", 1800))
+    max_wall = float(setting("DOJO_JOB_MAX_TIMEOUT", 1800))
     out = {}
     for key, value in options.items():
         if key == "min_time":
@@ -173,16 +176,13 @@ def _clean_options(options) -> dict:
             out[key] = value
         else:
             raise ValueError(f"unknown option {key!r} (known: min_time, timeout_s, threads, flush, dry_run)")
-    out.setdefault("timeout_s", float(_setting("DOJO_JOB_TIMEOUT", 300)))
+    out.setdefault("timeout_s", float(setting("DOJO_JOB_TIMEOUT", 300)))
     return out
 
 
 def library_label(name: str, canonical: str) -> str:
     """``name`` when ``canonical`` is the library kernel ``name``'s own canonical text, else
     "": a job's kernel label comes from its source, never from what a request claims."""
-    from dojo_core import kernels
-    from dojo_core.parser import parse
-    from dojo_core.printer import print_program
     try:
         lib = print_program(parse(kernels.kernel_path(name).read_text(), f"{name}.dojo"))
     except Exception:                                            # noqa: BLE001 - not a library kernel
@@ -192,8 +192,6 @@ def library_label(name: str, canonical: str) -> str:
 
 def library_work(name: str, canonical: str, sizes: dict) -> dict:
     """{"flops", "bytes"} when the kernel is the library's kernel ``name`` unchanged."""
-    from dojo_core import kernels
-    from dojo_core.parser import parse
     try:
         if not library_label(name, canonical):
             return {}
@@ -212,17 +210,6 @@ def validate(source: str, steps, sizes) -> tuple[str, str, list, dict, str]:
     reason: the source must parse and check at the sizes, and every step must apply in
     turn.  The hash is ``dojo_core.records.program_hash`` of the program the job measures
     (after its steps), the same as a history step's stored IR at those sizes."""
-    from dojo_core.errors import CheckErrors, DojoError
-    from dojo_core.parser import parse
-    from dojo_core.printer import print_program
-    from dojo_core.records import program_hash
-    from dojo_core.steps import replay
-
-    import time
-
-    from dojo_core.checker import check
-    from dojo_core.source import parse_sizes
-
     deadline = time.monotonic() + VALIDATE_BUDGET_S
     if not isinstance(source, str) or not source.strip():
         raise ValueError("source: empty kernel")
@@ -270,7 +257,7 @@ def submit_benchmark(source: str, steps=None, sizes=None, runner: str | None = N
     if expect_hash is not None and phash != expect_hash:
         raise ValueError(f"the job's program (source, sizes and steps) is not the program of step "
                          f"{step_index} of session {session_id}")
-    options = _clean_options(options)
+    options = clean_options(options)
     if runner is not None and (not isinstance(runner, str) or not runner.strip()):
         raise ValueError("runner must be a runner name or label")
     runner = runner.strip() if runner else None
@@ -288,12 +275,12 @@ def submit_benchmark(source: str, steps=None, sizes=None, runner: str | None = N
                            + (f"online: {', '.join(online)})" if online else "no runner is online)"))
         job = Job(source=canonical, steps=steps, sizes=sizes, kernel=library_label(name, canonical)[:100],
                   options=options, work=library_work(name, canonical, sizes), runner=target, requested_runner=runner,
-                  max_attempts=max_attempts or int(_setting("DOJO_JOB_MAX_ATTEMPTS", 3)),
+                  max_attempts=max_attempts or int(setting("DOJO_JOB_MAX_ATTEMPTS", 3)),
                   session_id=session_id, step_index=step_index, created=created,
                   dispatched=timezone.now(), submitter=str(submitter or "")[:80], program_hash=phash)
         job.log("queued", runner=target.name)
         job.save()
-        _after_commit(job, send=True)
+        after_commit(job, send=True)
     return job
 
 
@@ -308,7 +295,7 @@ def cancel(job: Job) -> Job:
             job.result = {**(job.result or {}), "error": "cancelled"}
             job.log("cancelled")
             job.save()
-            _after_commit(job)
+            after_commit(job)
     return job
 
 
@@ -328,7 +315,7 @@ def requeue_or_lose(job: Job, reason: str) -> Job:
         if job.runner_id:
             Runner.objects.filter(id=job.runner_id, current_job_id=job.id).update(current_job_id=None)
         job.save()
-        _after_commit(job)
+        after_commit(job)
         return job
     target = pick_runner(job.requested_runner)
     job.state = Job.QUEUED
@@ -337,7 +324,7 @@ def requeue_or_lose(job: Job, reason: str) -> Job:
     job.dispatched = now if target is not None else None
     job.log("requeued", runner=old, to=target.name if target else None, reason=reason)
     job.save()
-    _after_commit(job, send=target is not None)
+    after_commit(job, send=target is not None)
     return job
 
 
@@ -354,7 +341,7 @@ def reassign(job: Job, reason: str, target: Runner | None = None) -> Job:
     job.dispatched = timezone.now() if target is not None else None
     job.log("reassigned", runner=old, to=target.name if target else None, reason=reason)
     job.save()
-    _after_commit(job, send=target is not None)
+    after_commit(job, send=target is not None)
     return job
 
 
@@ -362,7 +349,7 @@ def redispatch(job: Job, reason: str) -> None:
     job.log("redispatched", runner=job.runner.name if job.runner_id else None, reason=reason)
     job.dispatched = timezone.now()
     job.save(update_fields=["events", "dispatched"])
-    _after_commit(job, send=True)
+    after_commit(job, send=True)
 
 
 def job_spec(job: Job) -> dict:
@@ -370,13 +357,3 @@ def job_spec(job: Job) -> dict:
             "sizes": job.sizes or {}, "kernel": job.kernel, "options": job.options or {},
             "attempts": job.attempts, "max_attempts": job.max_attempts}
 
-
-_PROTOCOL = ("register", "authenticate", "heartbeat", "claim", "report", "release", "goodbye")
-
-
-def __getattr__(name):
-    """The runner protocol's functions live in protocol.py; they stay reachable here."""
-    if name in _PROTOCOL:
-        from . import protocol
-        return getattr(protocol, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

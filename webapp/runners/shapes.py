@@ -10,7 +10,7 @@ from django.db.models import Count
 from .models import Job, Runner
 
 
-def _iso(dt):
+def iso(dt):
     return dt.isoformat(timespec="milliseconds") if dt else None
 
 
@@ -30,10 +30,10 @@ def job_dict(job: Job) -> dict:
         "requested_runner": job.requested_runner,
         "attempts": job.attempts,
         "max_attempts": job.max_attempts,
-        "created": _iso(job.created),
-        "started": _iso(job.started),
-        "finished": _iso(job.finished),
-        "heartbeat": _iso(job.heartbeat),
+        "created": iso(job.created),
+        "started": iso(job.started),
+        "finished": iso(job.finished),
+        "heartbeat": iso(job.heartbeat),
         "result": result,
         "error": (result or {}).get("error") if isinstance(result, dict) else None,
         "session_id": job.session_id,
@@ -51,8 +51,8 @@ def runner_dict(runner: Runner, depth: dict | None = None) -> dict:
         "hardware": runner.hardware or {},
         "sandbox": runner.sandbox or {},
         "queue": runner.queue,
-        "last_heartbeat": _iso(runner.last_heartbeat),
-        "registered": _iso(runner.registered),
+        "last_heartbeat": iso(runner.last_heartbeat),
+        "registered": iso(runner.registered),
         "current_job": runner.current_job_id,
     }
     if depth is not None:

@@ -1,10 +1,11 @@
-"""Routes of the runners app (included at the root by webapp/urls.py). A trailing
-slash is optional on every route."""
-from django.urls import re_path
+"""Routes of the runners app (included at the root by webapp/urls.py): the runners page,
+and the JSON routes, on which a trailing slash is optional."""
+from django.urls import path, re_path
 
-from . import views
+from . import pages, views
 
 urlpatterns = [
+    path("runners/", pages.runners_page, name="runners-page"),
     re_path(r"^api/runners/?$", views.runners_list, name="api-runners"),
     re_path(r"^api/runners/register/?$", views.register, name="runner-register"),
     re_path(r"^api/runners/heartbeat/?$", views.heartbeat, name="runner-heartbeat"),

@@ -16,69 +16,19 @@ Runner protocol (Authorization: Bearer <runner secret>, except register):
     POST /api/runners/jobs/ID/release {"reason"}: hand a running job back
     POST /api/runners/bye             go offline now
 
-Errors are JSON {"error": reason}: 400 bad input, 401 no credentials, 403 wrong
-credentials or not the job's runner, 404 unknown job, 405 wrong method, 409 a
-state conflict. Never a 500 for bad input.
+Errors are JSON {"error": reason} (webapp/jsonapi.py): 400 bad input, 401 no credentials,
+403 wrong credentials or not the job's runner, 404 unknown job, 405 wrong method, 409 a
+state conflict, 413 a body over the one size limit. Never a 500 for bad input.
 """
 from __future__ import annotations
 
-import functools
-import json
-import logging
-
 from django.http import JsonResponse
-from django.views.decorators.csrf import csrf_exempt
+
+from webapp.jsonapi import json_view, parse_body
+from webapp.refusal import Refusal
 
 from . import protocol, services
 from .models import Job
-from .services import Refused
-
-log = logging.getLogger(__name__)
-MAX_BODY = 2 * 1024 * 1024
-MAX_ID = (1 << 63) - 1
-
-
-def error(status: int, reason: str) -> JsonResponse:
-    return JsonResponse({"error": reason}, status=status)
-
-
-def body(request) -> dict:
-    if len(request.body) > MAX_BODY:
-        raise Refused(400, "request body too large")
-    if not request.body.strip():
-        return {}
-    try:
-        data = json.loads(request.body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise Refused(400, f"bad JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise Refused(400, "the body must be a JSON object")
-    return data
-
-
-def api(*methods):
-    """JSON view: method check, Refused/ValueError -> 4xx, ids in range."""
-    def wrap(view):
-        @csrf_exempt
-        @functools.wraps(view)
-        def inner(request, *args, **kwargs):
-            if request.method not in methods:
-                resp = error(405, f"use {' or '.join(methods)}")
-                resp["Allow"] = ", ".join(methods)
-                return resp
-            for key in ("job_id",):
-                if key in kwargs:
-                    kwargs[key] = int(kwargs[key])
-                    if kwargs[key] > MAX_ID:
-                        return error(404, f"no job {kwargs[key]}")
-            try:
-                return view(request, *args, **kwargs)
-            except Refused as exc:
-                return error(exc.status, exc.reason)
-            except ValueError as exc:
-                return error(400, str(exc))
-        return inner
-    return wrap
 
 
 def runner_of(request):
@@ -87,7 +37,7 @@ def runner_of(request):
 
 # ----------------------------------------------------------------------------- public
 
-@api("GET")
+@json_view("GET")
 def runners_list(request):
     return JsonResponse({"runners": services.runners_list()})
 
@@ -95,51 +45,51 @@ def runners_list(request):
 def _job(job_id: int) -> Job:
     job = Job.objects.select_related("runner").filter(id=job_id).first()
     if job is None:
-        raise Refused(404, f"no job {job_id}")
+        raise Refusal(404, f"no job {job_id}")
     return job
 
 
-@api("GET")
+@json_view("GET")
 def job_detail(request, job_id):
     return JsonResponse(services.job_dict(_job(job_id)))
 
 
 # ----------------------------------------------------------------------------- runner protocol
 
-@api("POST")
+@json_view("POST")
 def register(request):
-    data = body(request)
+    data = parse_body(request)
     answer = protocol.register(data.get("token"), data.get("name"), data.get("labels", []),
                                data.get("hardware", {}), data.get("sandbox"), data.get("secret"))
     return JsonResponse(answer, status=201)
 
 
-@api("POST")
+@json_view("POST")
 def heartbeat(request):
     runner = runner_of(request)
-    return JsonResponse(protocol.heartbeat(runner, body(request).get("current_job")))
+    return JsonResponse(protocol.heartbeat(runner, parse_body(request).get("current_job")))
 
 
-@api("POST")
+@json_view("POST")
 def claim(request, job_id):
     runner = runner_of(request)
-    return JsonResponse(protocol.claim(runner, job_id, body(request).get("attempt")))
+    return JsonResponse(protocol.claim(runner, job_id, parse_body(request).get("attempt")))
 
 
-@api("POST")
+@json_view("POST")
 def result(request, job_id):
     runner = runner_of(request)
-    data = body(request)
+    data = parse_body(request)
     return JsonResponse(protocol.report(runner, job_id, data.get("attempt"), data.get("state"),
                                         data.get("result"), data.get("claim", False)))
 
 
-@api("POST")
+@json_view("POST")
 def release(request, job_id):
     runner = runner_of(request)
-    return JsonResponse(protocol.release(runner, job_id, body(request).get("reason")))
+    return JsonResponse(protocol.release(runner, job_id, parse_body(request).get("reason")))
 
 
-@api("POST")
+@json_view("POST")
 def bye(request):
     return JsonResponse(protocol.goodbye(runner_of(request)))

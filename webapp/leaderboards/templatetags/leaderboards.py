@@ -6,6 +6,8 @@ import logging
 
 from django import template
 
+from webapp.leaderboards.queries import best_known
+
 register = template.Library()
 log = logging.getLogger(__name__)
 
@@ -13,7 +15,6 @@ log = logging.getLogger(__name__)
 @register.simple_tag
 def best_known_all() -> dict:
     try:
-        from webapp.leaderboards.queries import best_known
         return best_known()
     except Exception:                                   # noqa: BLE001 - the gallery must not 500
         log.warning("cannot compute the best known speedups", exc_info=True)

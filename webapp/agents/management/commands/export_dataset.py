@@ -3,6 +3,8 @@ lines (webapp/agents/dataset.py); standard output without --out.  Prints the lin
 on standard error."""
 from django.core.management.base import BaseCommand, CommandError
 
+from webapp.agents.dataset import dataset_lines
+
 
 class Command(BaseCommand):
     help = "Export (state, action, measured time, runner) of all histories as JSON lines"
@@ -11,7 +13,6 @@ class Command(BaseCommand):
         parser.add_argument("--out", help="write to this file (default: standard output)")
 
     def handle(self, *args, out=None, **options):
-        from webapp.agents.dataset import dataset_lines
         try:
             stream = open(out, "w", encoding="utf-8") if out else None
         except OSError as exc:
