@@ -246,3 +246,13 @@ def test_confirmation_with_the_real_evaluator():
     assert c is not None and len(c["root_s"]) == 2 and len(c["best_s"]) == 2
     assert c["kept"] == ("best" if max(c["best_s"]) < min(c["root_s"]) else "root")
     assert "confirm" in result.phases
+
+
+def test_a_stopped_search_is_confirmed_too():
+    root = load_kernel("softmax", SOFTMAX)
+    evaluator = _Retimed([[1.0, 1.1], [0.95, 1.05]])
+    calls = []
+    result = make_agent("greedy").search(root, evaluator, 20, seed=0,
+                                         should_stop=lambda: calls.append(1) or len(calls) > 8)
+    assert result.stopped and len(result.trials) < 16
+    assert result.confirmation["kept"] == "root" and result.best is result.baseline

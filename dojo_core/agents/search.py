@@ -199,9 +199,11 @@ class Session:
         """Re-time the root and the best trial together (CONFIRM_ROUNDS interleaved rounds,
         fresh measurements that the reserve paid for) and keep the best trial only if every
         one of its timings is below every one of the root's: a state that looked faster by
-        less than the timings' spread is not worth its steps."""
+        less than the timings' spread is not worth its steps. A search stopped early (its
+        time ran out, or it was asked to stop) is confirmed too: that is when its best was
+        measured least."""
         best = self.result.best
-        if not self.reserve or not best.steps or self.stopped:
+        if not self.reserve or not best.steps:
             return
         with self.clock.phase("confirm"):
             root_s, best_s = self.evaluator.remeasure([(self.root, ()), (self.root, best.steps)],
