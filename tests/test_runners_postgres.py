@@ -19,7 +19,7 @@ import pgsupport
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ["tests/test_runners.py", "tests/test_runners_tickets.py", "tests/test_runners_http.py",
-         "tests/test_security_jobs.py", "tests/test_histories_concurrency.py"]
+         "tests/test_security_jobs.py", "tests/pg_concurrent_steps.py"]
 
 pytestmark = pytest.mark.skipif(not pgsupport.reachable(), reason=pgsupport.SKIP_REASON)
 

@@ -1,6 +1,7 @@
 """Concurrent steps on one session: every request gets its step (no 409), indices stay
-unique. Run on PostgreSQL by tests/test_runners_postgres.py (a child pytest with
-DATABASE_URL); on SQLite, whose writers are serialized by the database lock, it is skipped."""
+unique. Not collected by the main run (its name): tests/test_runners_postgres.py runs it on
+PostgreSQL, in a child pytest with DATABASE_URL. SQLite serializes writers itself (and the
+in-memory test database answers "table is locked" to concurrent connections at once)."""
 from __future__ import annotations
 
 import threading
@@ -18,9 +19,7 @@ ACTIONS = [f"split i by {f}" for f in (2, 4, 8, 16, 32)] + \
 
 
 def test_ten_concurrent_steps_on_one_session_all_land():
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite serializes writers itself; the race needs PostgreSQL "
-                    "(tests/test_runners_postgres.py runs this file there)")
+    assert connection.vendor == "postgresql", "run by tests/test_runners_postgres.py"
     actor = services.Actor(token="")
     session, token = services.create_session(actor, kernel="matmul", sizes={"N": 64, "M": 64, "K": 64})
     owner = services.Actor(token=token)
