@@ -11,7 +11,7 @@ default sizes gets one here, chosen in this order:
 
 When the library's code can run here (``check``: this machine's ISA, or a foreign ISA under
 its emulator), each candidate also runs on the test inputs against the numpy reference
-(``build.reference_error``) first: a schedule that does not replay, does not generate, or
+(``specs.reference_error``) first: a schedule that does not replay, does not generate, or
 differs gives way to the untransformed kernel (the function's ``notes`` say why), and a
 kernel whose untransformed code differs too is left out (an ``excluded`` entry with the
 reason), never shipped wrong.
@@ -21,6 +21,7 @@ from __future__ import annotations
 from ..errors import DojoError
 from ..kernels import load_kernel, steps_path
 from .select import LibraryError
+from .specs import make_spec, reference_error
 
 
 def _why(exc) -> str:
@@ -32,7 +33,6 @@ def fill_function(kernel: str, target, check: bool, log=None):
     for ``target`` (a codegen Target), as the module docstring says."""
     from ..codegen import CodegenError
     from ..steps import read_steps
-    from .build import make_spec, reference_error
     sizes = load_kernel(kernel).size_values
     path = steps_path(kernel, target)
     skipped = None
