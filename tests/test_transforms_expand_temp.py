@@ -2,15 +2,13 @@
 outputs after the expansions that let a contraction be cut out of its loop (PolyBench doitgen)."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from dojo_core import interp
-from dojo_core.checker import check
-from dojo_core.kernels import random_inputs
 from dojo_core.parser import parse
 from dojo_core.printer import print_program
 from dojo_core.transforms import NotApplicable, apply_step, explain
+
+from transform_checks import applied, assert_same_outputs
 
 DOITGEN = """\
 kernel doitgen(NR = 3, NQ = 4, NP = 5)
@@ -48,19 +46,11 @@ PARTIAL = DOITGEN.replace("    for p in 0..NP:\n      sum[p] = 0\n      for s",
                           "      for s")
 
 
-def steps(text, *texts):
-    p = parse(text)
-    for t in texts:
-        p = apply_step(p, t)
-        assert check(p) == [], f"{t}:\n{print_program(p)}"
-    return p
+steps = applied
 
 
 def same_outputs(before, after):
-    x = random_inputs(before, 3)
-    want, got = interp.run(before, x), interp.run(after, x)
-    for k in want:
-        np.testing.assert_allclose(got[k], want[k], rtol=1e-12, atol=1e-12)
+    assert_same_outputs(before, after, seed=3, rtol=1e-12, atol=1e-12)
 
 
 def test_expand_a_temp_golden():

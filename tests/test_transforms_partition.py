@@ -2,15 +2,14 @@
 partitioned tiles (interpreted and compiled) against the untransformed kernel."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from dojo_core import interp
-from dojo_core.checker import check
 from dojo_core.kernels import random_inputs
 from dojo_core.parser import parse
 from dojo_core.printer import print_program
 from dojo_core.transforms import NotApplicable, actions, apply_step, explain
+
+from transform_checks import applied, assert_same_outputs
 
 ODD_MATMUL = """\
 kernel matmul(N = 61, M = 45, K = 40)
@@ -50,19 +49,11 @@ for i in 0..N:
 """
 
 
-def steps(text, *texts):
-    p = parse(text)
-    for t in texts:
-        p = apply_step(p, t)
-        assert check(p) == [], f"{t}:\n{print_program(p)}"
-    return p
+steps = applied
 
 
 def same_outputs(before, after):
-    x = random_inputs(before, 5)
-    want, got = interp.run(before, x), interp.run(after, x)
-    for k in want:
-        np.testing.assert_allclose(got[k], want[k], rtol=2e-4, atol=2e-5)
+    assert_same_outputs(before, after, seed=5)
 
 
 def test_partition_golden():

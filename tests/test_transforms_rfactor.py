@@ -2,15 +2,15 @@
 give the untransformed kernel's outputs (interpreted and compiled), tails included."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from dojo_core import harness, interp
-from dojo_core.checker import check
+from dojo_core import harness
 from dojo_core.kernels import random_inputs
 from dojo_core.parser import parse
 from dojo_core.printer import print_program
 from dojo_core.transforms import NotApplicable, actions, apply_step, explain
+
+from transform_checks import applied, assert_same_outputs
 
 GEMV = """\
 kernel gemv(N = 12, K = 40)
@@ -38,19 +38,11 @@ for i in 0..N:
 IMAX = ROWMAX.replace("f64", "i32").replace("-inf", "-1000000")
 
 
-def steps(text, *texts):
-    p = parse(text)
-    for t in texts:
-        p = apply_step(p, t)
-        assert check(p) == [], f"{t}:\n{print_program(p)}"
-    return p
+steps = applied
 
 
-def same_outputs(before, after, rtol=2e-5):
-    x = random_inputs(before, 7)
-    want, got = interp.run(before, x), interp.run(after, x)
-    for k in want:
-        np.testing.assert_allclose(got[k], want[k], rtol=rtol, atol=1e-5)
+def same_outputs(before, after):
+    assert_same_outputs(before, after, seed=7)
 
 
 def test_rfactor_golden():

@@ -20,7 +20,7 @@ from .. import ir
 from ..transforms.base import NotApplicable
 from ..transforms.split import split_names
 from ..transforms.util import declared_names, find_loop, fresh
-from .moves import Builder, Move, bubble, finish, loop_extent, uses
+from .moves import Builder, Move, bubble, finish, loop_extent, parents, uses
 from .tiling import MAX_ROWS
 
 
@@ -83,7 +83,7 @@ def _dot(base, iters, bi, reduction, tb, tr, target, parallel) -> list:
     b.step(f"expand {partial} at {b1}")
     init, root, _ = _child_loops(find_loop(b.program, b1)[0])
     b.step(f"fission {b1} after {init.iterator}")
-    rows = _loop_holding(b.program, root.iterator)
+    rows = parents(b.program)[id(find_loop(b.program, root.iterator)[0])].iterator
     b.step(f"fission {rows} after {root.iterator}")
     while True:                       # the reduction loops outside the row loop
         inner = _child_loops(find_loop(b.program, rows)[0])
@@ -96,11 +96,3 @@ def _dot(base, iters, bi, reduction, tb, tr, target, parallel) -> list:
     b.step(f"vectorize {r1}")
     finish(b, parallelize=parallel)
     return b.steps
-
-
-def _loop_holding(program, iterator: str) -> str:
-    """The iterator of the loop whose body holds the loop ``iterator``."""
-    for loop in ir.loops(program):
-        if any(isinstance(s, ir.Loop) and s.iterator == iterator for s in loop.body):
-            return loop.iterator
-    raise ValueError(f"no loop holds '{iterator}'")

@@ -200,8 +200,7 @@ class LocalEvaluator:
                                code_hash)
         if self._worker is None:
             self._worker = MeasureWorker()
-        params = dict(min_time=self.min_time, min_reps=3, warmup=1, threads=self.threads,
-                      flush_cache=False)
+        params = self._timing()
         with timed(self.phases, "measure"):
             answer = self._worker.measure(root_key=key, inputs=inputs, reference=reference,
                                           program=state, path=lib.path, params=params,
@@ -218,6 +217,11 @@ class LocalEvaluator:
         return self._store(root, steps, state_hash, m, code_hash,
                            compiler=lib.compiled.compiler, flags=list(lib.compiled.flags),
                            threads=answer.get("threads"))
+
+    def _timing(self) -> dict:
+        """The measuring child's timing parameters, the same for a search and its re-timings."""
+        return dict(min_time=self.min_time, min_reps=3, warmup=1, threads=self.threads,
+                    flush_cache=False)
 
     def remeasure(self, items: Sequence[tuple], rounds: int = 2) -> list:
         """Fresh timings of (root, steps) states, never answered from a cache, interleaved
@@ -239,8 +243,7 @@ class LocalEvaluator:
             if self._worker is None:
                 self._worker = MeasureWorker()
             times = [[] if entry is not None else None for entry in built]
-            params = dict(min_time=self.min_time, min_reps=3, warmup=1, threads=self.threads,
-                          flush_cache=False)
+            params = self._timing()
             for _ in range(rounds):
                 for k, entry in enumerate(built):
                     if times[k] is None:

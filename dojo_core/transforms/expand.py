@@ -105,8 +105,7 @@ def _temp_problem(program, temp, loop, where: str):
     reading T) comes before any other statement of the loop's body that touches it: every
     element then holds a value of the same iteration whenever it is read, and no value
     crosses iterations."""
-    others = [s for s in program.body if s is not _top_of(program, loop)]
-    if uses_array(others, temp.name) or _outside_uses(program, loop, temp.name):
+    if _used_outside(program.body, loop, temp.name):
         return f"'{temp.name}' is used outside loop '{where}'"
     if any(a.startswith("gpu.") for a in loop.annotations):
         return f"loop '{where}' is bound to the GPU grid"
@@ -128,27 +127,17 @@ def _temp_problem(program, temp, loop, where: str):
     return None
 
 
-def _top_of(program, loop):
-    """The top-level statement of the program that holds loop."""
-    for s in program.body:
-        if s is loop or (isinstance(s, ir.Loop) and any(l is loop for l in ir.loops(s.body))):
-            return s
-    return None
-
-
-def _outside_uses(program, loop, name: str) -> bool:
-    """Whether a statement of loop's top-level nest but outside loop's body touches name."""
-    def go(body):
-        for s in body:
-            if s is loop:
-                continue
-            if isinstance(s, ir.Loop):
-                if go(s.body):
-                    return True
-            elif uses_array((s,), name):
+def _used_outside(body, loop, name: str) -> bool:
+    """Whether a statement of body that is not inside loop touches name."""
+    for s in body:
+        if s is loop:
+            continue
+        if isinstance(s, ir.Loop):
+            if _used_outside(s.body, loop, name):
                 return True
-        return False
-    return go((_top_of(program, loop),))
+        elif uses_array((s,), name):
+            return True
+    return False
 
 
 def _stores_every_element(stmt, temp, sizes) -> bool:

@@ -22,7 +22,8 @@ from .. import ir
 from ..affine import add, from_linear, linear_or_none, simplify
 from ..poly import const_value
 from .base import Transformation
-from .util import declared_names, extent, find_loop, fresh, replace_at, substitute_stmts
+from .util import (declared_names, extent, find_loop, fresh, map_exprs, replace_at,
+                   substitute_stmts)
 
 
 def split_tail(loop):
@@ -55,23 +56,7 @@ def split_tail(loop):
 def _replace_expr(stmts, old, new):
     """The statements with every occurrence of the expression old replaced by new
     (loop bounds, indices, values and local dimensions)."""
-    def fn(e):
-        return ir.map_expr(e, lambda n: new if n == old else n)
-
-    out = []
-    for s in stmts:
-        if isinstance(s, ir.Loop):
-            out.append(ir.Loop(s.iterator, fn(s.lo), fn(s.hi), s.annotations,
-                               tuple(_replace_expr(s.body, old, new)), s.loc))
-        elif isinstance(s, ir.Assign):
-            t = s.target
-            out.append(ir.Assign(ir.Access(t.array, tuple(fn(i) for i in t.indices), t.loc),
-                                 s.op, fn(s.value), s.loc))
-        elif isinstance(s, ir.Local):
-            out.append(ir.Local(s.name, s.dtype, tuple(fn(d) for d in s.dims), s.space, s.loc))
-        else:
-            out.append(s)
-    return tuple(out)
+    return map_exprs(stmts, lambda e: ir.map_expr(e, lambda n: new if n == old else n))
 
 
 def _renamed_copy(loop, taken: set):

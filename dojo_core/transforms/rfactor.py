@@ -26,7 +26,8 @@ from __future__ import annotations
 from .. import ir
 from . import scope
 from .base import Transformation
-from .util import declared_names, find_loop, fresh, max_extent, replace_at
+from .util import (body_at, declared_names, find_loop, fresh, loops_around, max_extent,
+                   replace_at)
 
 OPS = ("+=", "*=", "max=", "min=")
 MAX_SLOTS = 4096
@@ -45,21 +46,18 @@ def _indexes(target, iterator: str) -> bool:
                for index in target.indices for n in ir.walk_expr(index))
 
 
-def _reduction_root(program, loop_name: str, target) -> tuple:
-    """(R, path of R): the outermost loop of the perfect nest of reduction loops that ends
-    in L (L itself when its parent indexes the target or holds other statements)."""
-    loop, path = find_loop(program, loop_name)
-    root, root_path = loop, path
-    while len(root_path) > 1:
-        parent_path = root_path[:-1]
-        body = program.body
-        for k in parent_path[:-1]:
-            body = body[k].body
-        parent = body[parent_path[-1]]
+def _reduction_root(program, loop_name: str, target) -> list:
+    """The path of the outermost loop R of the perfect nest of reduction loops that ends in
+    L (L itself when its parent indexes the target or holds other statements)."""
+    _, path = find_loop(program, loop_name)
+    around = loops_around(program, path)
+    depth = len(path)
+    while depth > 1:
+        parent = around[depth - 2]
         if len(parent.body) != 1 or parent.annotations or _indexes(target, parent.iterator):
             break
-        root, root_path = parent, parent_path
-    return root, root_path
+        depth -= 1
+    return path[:depth]
 
 
 class RFactor(Transformation):
@@ -114,7 +112,8 @@ class RFactor(Transformation):
         decl = scope.visible_decl(program, path, stmt.target.array)
         dtype = decl.dtype
         slots = max_extent(loop, program.size_values)
-        root, root_path = _reduction_root(program, loop_name, stmt.target)
+        root_path = _reduction_root(program, loop_name, stmt.target)
+        root = body_at(program, root_path)[root_path[-1]]
         taken = declared_names(program) | {name}
         init_it = f"{loop_name}i" if f"{loop_name}i" not in taken else fresh(taken, f"{loop_name}i")
         taken.add(init_it)

@@ -137,6 +137,8 @@ def map_exprs(stmts, fn):
             t = s.target
             out.append(ir.Assign(ir.Access(t.array, tuple(fn(i) for i in t.indices), t.loc),
                                  s.op, fn(s.value), s.loc))
+        elif isinstance(s, ir.Local):
+            out.append(ir.Local(s.name, s.dtype, tuple(fn(d) for d in s.dims), s.space, s.loc))
         else:
             out.append(s)
     return tuple(out)
