@@ -33,7 +33,7 @@ run: $(STAMP)
 	DOJO_STATE_DIR=$(abspath $(STATE)) $(if $(filter 1,$(DEV)),DJANGO_DEBUG=1) $(PY) -m webapp.launch --host $(HOST) --port $(PORT)
 
 # the runner and job tests run on SQLite and, where PostgreSQL answers on 127.0.0.1:5432
-# (.ci/run starts it), on PostgreSQL too (tests/test_runners_postgres.py, tests/test_jobs_integration.py)
+# (.ci/run starts it), on PostgreSQL too (tests/runners/test_runners_postgres.py, tests/runners/test_jobs_integration.py)
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(WORKERS) tests/
 

@@ -3,7 +3,7 @@ on the cross targets, for each of their schedule files (a report, not a test):
 
     python bench/cross_vector_counts.py matmul softmax conv2d
 
-Needs the cross toolchains of tests/test_cross_targets.py (aarch64 gcc, clang-14 for RVV).
+Needs the cross toolchains of tests/core/test_cross_targets.py (aarch64 gcc, clang-14 for RVV).
 """
 import sys
 from pathlib import Path

@@ -10,7 +10,7 @@ import json, os, signal, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import pgsupport
-from test_jobs_integration import http, ROOT, free_port
+from live_server import http, ROOT, free_port
 
 T = tempfile.mkdtemp(prefix="dojo-fault-")
 RPORT = 6390

@@ -6,7 +6,7 @@
     python bench/gpu_check.py --emulate --file k.dojo --steps k.steps --size N=40
 
 Cases: every library kernel untransformed (the single-thread fallback) at its test and alt
-sizes, and every GPU schedule ``tests/cuda_schedules/KERNEL.steps`` at each size its
+sizes, and every GPU schedule ``tests/core/cuda_schedules/KERNEL.steps`` at each size its
 ``# sizes: N=.. M=..`` lines name (and, on a GPU, at the kernel's default sizes, timed).
 For each case: ``dojo_core.codegen.cuda.generate_cuda`` writes ``KERNEL.cu``; the inputs are
 ``kernels.random_inputs(program, 0)``, written as raw ``NAME.bin`` files for the standalone
@@ -49,7 +49,7 @@ from dojo_core.kernels import (info, kernel_path, list_kernels, load_kernel,  # 
 from dojo_core.source import load_file  # noqa: E402
 from dojo_core.steps import read_steps, replay  # noqa: E402
 
-SCHEDULES = ROOT / "tests" / "cuda_schedules"
+SCHEDULES = ROOT / "tests" / "core" / "cuda_schedules"
 EMU_DIR = ROOT / "bench" / "cuda_emu"
 EMU_ORDERS = ("reverse", "forward", "shuffle")
 TOLERANCE = {"f32": (2e-4, 2e-5), "f64": (1e-9, 1e-12), "bf16": (1e-2, 1e-2),

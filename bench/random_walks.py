@@ -14,6 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
 
 from dojo_core.kernels import list_kernels  # noqa: E402
 from test_random_walks import walk_and_compare  # noqa: E402

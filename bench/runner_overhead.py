@@ -38,7 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from test_jobs_integration import Server  # noqa: E402  (the integration tests' launcher)
+from live_server import Server  # noqa: E402  (the integration tests' launcher)
 
 KERNEL = "kernel tiny(N = 4)\nin A: f32[N]\nout B: f32[N]\n\nfor i in 0..N:\n  B[i] = A[i]\n"
 

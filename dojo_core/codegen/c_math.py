@@ -29,7 +29,7 @@ Zen 4 core with 256-bit vectors (one run each): the softmax schedule went from 1
 with this path and the blend-based vector max.
 
 Error (float32 result vs float64 numpy.exp, every float in [-104, 89]; test:
-tests/test_codegen_c.py, a dense sweep): AVX-512 at most 1.07 ulp (measured 1.061), the
+tests/core/test_codegen_c.py, a dense sweep): AVX-512 at most 1.07 ulp (measured 1.061), the
 shift path 1.33 ulp with FMA contraction (1.321), 1.35 without (1.345, x86-64 baseline),
 for normal results (bounds of the full-range path, which the short one keeps); within one unit of 2^-149 for subnormal results; exactly 0 below
 about -103.97 and for -inf, inf above about 88.72 and for inf, NaN for NaN.

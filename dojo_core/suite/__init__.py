@@ -7,7 +7,7 @@ has a numpy reference (``catalog.SuiteKernel``). Pure Python + numpy, like the l
 Guarantees:
 
 * ``list_suite(group=None)`` is the sorted list of suite kernels (every ``kernels/*.dojo``
-  has a catalog entry and vice versa; ``tests/test_suite_kernels.py`` checks it).
+  has a catalog entry and vice versa; ``tests/core/test_suite_kernels.py`` checks it).
 * ``load(name, dtype=None, sizes=None)`` parses the kernel with every ``f64`` array and
   local in ``dtype`` (default: the entry's first dtype), at ``sizes``: a dataset name
   (``"MEDIUM"``, ``"LARGE"``, ``"test"``) or a mapping of size values. A dtype the entry

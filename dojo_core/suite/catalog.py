@@ -4,7 +4,7 @@ The suite is what the agents are measured on, distinct from the kernel library: 
 ``.steps`` file exists or applies here. Each entry module (``polybench_*.py``, ``ml_ops.py``)
 defines ``ENTRIES``, a list of SuiteKernel; ``SUITE`` joins them by name.
 
-Conventions (checked by ``tests/test_suite_kernels.py``):
+Conventions (checked by ``tests/core/test_suite_kernels.py``):
 
 * The ``.dojo`` file is written with ``f64`` for every floating-point array (PolyBench's
   ``DATA_TYPE``); ``dojo_core.suite.load(name, dtype="f32")`` gives the f32 twin. Kernels

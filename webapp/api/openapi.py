@@ -1,8 +1,8 @@
 """The OpenAPI 3 description of the JSON API, served at /api/openapi.json.
 
-It covers every /api/ route of webapp/urls.py (tests/test_web_api.py checks that), the
+It covers every /api/ route of webapp/urls.py (tests/web/test_web_api.py checks that), the
 runner protocol included (openapi_jobs.py), and every answer a route can give; CI runs
-schemathesis against it (tests/test_schemathesis.py).
+schemathesis against it (tests/web/test_schemathesis.py).
 """
 from __future__ import annotations
 
@@ -145,6 +145,9 @@ def describe(request=None) -> dict:
                                  "responses": {"200": _json({"type": "object"})}}},
         "/api/openapi.json": {"get": {"summary": "This description",
                                       "responses": {"200": _json({"type": "object"})}}},
+        "/api/docs": {"get": {"summary": "This description as a page for people (HTML)",
+                              "responses": {"200": {"description": "the page",
+                                                    "content": {"text/html": {"schema": {"type": "string"}}}}}}},
         **openapi_jobs.paths(_json, _errors, _ref),
         **_leaderboard_paths(),
         **_agents_openapi.paths(_json, _errors, SID),      # agent runs, dataset (webapp/agents)

@@ -14,7 +14,7 @@ import pytest
 from dojo_core import machine
 from runners import execute, hardware, sandbox
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def alive(pid: int) -> bool:

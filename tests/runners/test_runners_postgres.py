@@ -2,7 +2,7 @@
 
 SQLite ignores ``SELECT ... FOR UPDATE``; PostgreSQL refuses it on the nullable side of
 an outer join, so row locks that work on one can fail on the other.  This module runs
-tests/test_runners.py, tests/test_runners_tickets.py and tests/test_runners_http.py in a
+tests/runners/test_runners.py, tests/runners/test_runners_tickets.py and tests/runners/test_runners_http.py in a
 child pytest with DATABASE_URL naming a fresh PostgreSQL database (pytest-django makes
 its ``test_`` copy there).  Skipped only when no PostgreSQL server is reachable.
 """
@@ -17,9 +17,9 @@ import pytest
 
 import pgsupport
 
-ROOT = Path(__file__).resolve().parent.parent
-FILES = ["tests/test_runners.py", "tests/test_runners_tickets.py", "tests/test_runners_http.py",
-         "tests/test_security_jobs.py", "tests/pg_concurrent_steps.py"]
+ROOT = Path(__file__).resolve().parents[2]
+FILES = ["tests/runners/test_runners.py", "tests/runners/test_runners_tickets.py", "tests/runners/test_runners_http.py",
+         "tests/runners/test_security_jobs.py", "tests/runners/pg_concurrent_steps.py"]
 
 pytestmark = pytest.mark.skipif(not pgsupport.reachable(), reason=pgsupport.SKIP_REASON)
 

@@ -21,7 +21,7 @@ from dojo_core.errors import DojoError
 from dojo_core.parser import parse
 from dojo_core.source import load_source
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BASE = "kernel k(N = 4)\nin A: f32[N]\nout B: f32[N]\n\nfor i in 0..N:\n  B[i] = {}\n"
 BIG_LITERAL = BASE.format("A[i] * " + "9" * 5000)
 LONG_SUM = BASE.format(" + ".join(["A[i]"] * 490))

@@ -277,5 +277,5 @@ def test_vectorised_sequential_and_tree_walker_agree(data):
 def test_random_programs_exercise_every_vectorisation_path():
     if STATS.get("programs", 0) < 100:
         pytest.skip("run together with the random program test")
-    # (runtime injectivity checks are rare here: tests/test_interp.py covers them)
+    # (runtime injectivity checks are rare here: tests/core/test_interp.py covers them)
     assert all(STATS[f] >= 5 for f in STATS if f != "rt.injective"), sorted(STATS.items())

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from test_jobs_integration import Server
+from live_server import Server
 
 ST = shutil.which("schemathesis", path=str(Path(sys.executable).parent)) or shutil.which("schemathesis")
 

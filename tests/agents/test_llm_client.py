@@ -164,7 +164,7 @@ def http(method, url, data, token):
 
 
 def test_command_line_and_web_run_drive_a_real_server(fake, tmp_path):
-    from test_jobs_integration import ROOT, Server
+    from live_server import ROOT, Server
     ep = fake(["I'd like to tile it all.", "ACTION: split i by 4", '{"action": "split j by 2"}'])
     web = fake(["ACTION: split k by 2", "ACTION: STOP"])           # for the "llm" agent of the web
     server = Server(tmp_path, env={"DOJO_LLM_ENDPOINT": web.url, "DOJO_LLM_MODEL": "web-model"})

@@ -16,7 +16,7 @@ import pytest
 
 from dojo_core import cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 VADD = """\
 kernel vadd(N = 16)
@@ -289,7 +289,7 @@ def test_run_c_backend(work):
 
 
 def test_search_usage_errors_exit_2(work):
-    # the search command itself is tested in tests/test_agents_search.py
+    # the search command itself is tested in tests/agents/test_agents_search.py
     r = dojo("search", "k.dojo", "--agent", "nope", "--budget", "1", cwd=work)
     assert r.returncode == 2 and r.stderr.startswith("search: unknown agent 'nope'")
 

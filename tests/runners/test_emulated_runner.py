@@ -17,7 +17,7 @@ import pytest
 
 from dojo_core import cross
 from runners import execute, sandbox
-from tests.test_jobs_integration import ROOT, Server
+from live_server import ROOT, Server
 
 TARGET = "arm-sve"
 SOURCE = """\

@@ -19,7 +19,7 @@ import uuid
 
 import pytest
 
-from test_jobs_integration import REDIS_URL, ROOT, Server, _redis_reachable
+from live_server import REDIS_URL, ROOT, Server, redis_reachable
 
 SIZES = {"N": 8, "M": 8, "K": 8}
 FAST = {"min_time": 0.01, "threads": 1, "timeout_s": 60}
@@ -171,7 +171,7 @@ def test_dataset_export_has_every_measured_step(server):
     assert exported == lines                       # nothing ran in between: the same records
 
 
-@pytest.mark.skipif(not _redis_reachable(), reason=f"Redis is not reachable at {REDIS_URL}")
+@pytest.mark.skipif(not redis_reachable(), reason=f"Redis is not reachable at {REDIS_URL}")
 def test_run_over_redis_reaches_the_session_group(tmp_path):
     """REDIS_URL: Redis is the broker (the agents queue, here a queue of its own) and the
     channel layer; the run's agent.update messages reach the session's group in Redis."""

@@ -4,7 +4,7 @@ OpenAPI entries, and the dataset export over jobs stored in the database.
 
 The broker is kombu's in-memory transport here (a run's task message goes nowhere), and
 the runner is a Runner row with a fresh heartbeat: these tests never execute a run; the
-real worker, runner and compiles are in tests/test_web_agents_e2e.py.
+real worker, runner and compiles are in tests/runners/test_web_agents_e2e.py.
 """
 from __future__ import annotations
 

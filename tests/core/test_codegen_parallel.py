@@ -5,12 +5,10 @@ it declines keep an inline ``omp parallel for``. Vector stores into an output th
 only writes stream (non-temporal) past the cache, fenced by every thread.
 
 Regenerate the golden C (after reviewing the change!) with
-DOJO_UPDATE_GOLDEN=1 pytest tests/test_codegen_parallel.py -k golden.
+pytest tests/core/test_codegen_parallel.py -k golden --update-goldens.
 """
 from __future__ import annotations
 
-import os
-from pathlib import Path
 
 import pytest
 
@@ -22,7 +20,6 @@ from dojo_core.source import load_source
 from dojo_core.suite import load as load_suite
 from dojo_core.walks import replay
 
-GOLDEN = Path(__file__).parent / "golden" / "c"
 
 TWO_GEMMS = load_suite("k2mm", "f32", "test")
 
@@ -65,13 +62,10 @@ def assert_matches_interp(program, threads):
         f"{errors} at {threads} threads\n{print_program(program)}\n{generate_c(program)}"
 
 
-def test_golden_parallel_outer_loops_are_outlined():
+def test_golden_parallel_outer_loops_are_outlined(golden):
     program = replay(TWO_GEMMS, ["parallelize i", "parallelize i2"])
     text = generate_c(program, "x86-avx2")
-    path = GOLDEN / "k2mm_parallel.c"
-    if os.environ.get("DOJO_UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert text == path.read_text()
+    golden("c/k2mm_parallel.c", text)
     assert text.count("#pragma omp parallel\n") == 2 and "omp parallel for" not in text
     assert ("static void dojo_kernel_par1(int64_t dojo_lo, int64_t dojo_hi, "
             "const float *restrict alpha, float *restrict tmp, const float *restrict A, "
@@ -177,15 +171,12 @@ def _with_cache(name, nbytes):
     return replace(TARGETS[name], cache_bytes=nbytes)
 
 
-def test_golden_streaming_stores_past_the_cache():
+def test_golden_streaming_stores_past_the_cache(golden):
     """Layernorm's output is only written: with arrays larger than the target's cache its
     vector stores stream (non-temporal), and every thread fences them before the parallel
     region's barrier; the kernel fences its own at the end."""
     text = generate_c(_layernorm(None), _with_cache("x86-avx2", 1 << 20))
-    path = GOLDEN / "layernorm_streaming.c"
-    if os.environ.get("DOJO_UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert text == path.read_text()
+    golden("c/layernorm_streaming.c", text)
     assert "dojo_stream_f32x8(&Y[" in text and "_mm256_stream_ps" in text
     assert "#pragma omp parallel\n  {\n    #pragma omp for nowait\n" in text
     assert text.count("dojo_sfence();") == 2

@@ -1,5 +1,5 @@
 """Concurrent steps on one session: every request gets its step (no 409), indices stay
-unique. Not collected by the main run (its name): tests/test_runners_postgres.py runs it on
+unique. Not collected by the main run (its name): tests/runners/test_runners_postgres.py runs it on
 PostgreSQL, in a child pytest with DATABASE_URL. SQLite serializes writers itself (and the
 in-memory test database answers "table is locked" to concurrent connections at once)."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ ACTIONS = [f"split i by {f}" for f in (2, 4, 8, 16, 32)] + \
 
 
 def test_ten_concurrent_steps_on_one_session_all_land():
-    assert connection.vendor == "postgresql", "run by tests/test_runners_postgres.py"
+    assert connection.vendor == "postgresql", "run by tests/runners/test_runners_postgres.py"
     actor = services.Actor(token="")
     session, token = services.create_session(actor, kernel="matmul", sizes={"N": 64, "M": 64, "K": 64})
     owner = services.Actor(token=token)

@@ -1,7 +1,7 @@
 """Attacks on jobs, results and runners, one test each: every one must fail.
 
 Real models, views and services on the test database (SQLite here; PostgreSQL through
-tests/test_runners_postgres.py); the broker is kombu's in-memory transport.
+tests/runners/test_runners_postgres.py); the broker is kombu's in-memory transport.
 """
 from __future__ import annotations
 

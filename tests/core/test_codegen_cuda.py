@@ -2,8 +2,8 @@
 
 What runs where (nothing here is mocked):
 * always: the generated text - a golden .cu for a small bound matmul (update with
-  DOJO_UPDATE_GOLDEN=1 pytest tests/test_codegen_cuda.py -k golden), the structure of the
-  GPU schedules in tests/cuda_schedules/ (grid, per-thread accumulator, shared tiles, the
+  pytest tests/core/test_codegen_cuda.py -k golden --update-goldens), the structure of the
+  GPU schedules in tests/core/cuda_schedules/ (grid, per-thread accumulator, shared tiles, the
   barriers and only those), the host sequence and the refusals.
 * where nvcc is on PATH: the CUDA of every library kernel untransformed (the single-thread
   fallback), of the GPU schedules (matmul tiled with shared-memory staging and a register
@@ -39,9 +39,8 @@ from dojo_core.steps import read_steps, replay
 from dojo_core.transforms import apply_step
 from dojo_core.walks import random_walk
 
-ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = ROOT / "tests" / "golden" / "cuda"
-SCHEDULES = ROOT / "tests" / "cuda_schedules"
+ROOT = Path(__file__).resolve().parents[2]
+SCHEDULES = Path(__file__).parent / "cuda_schedules"
 NVCC = shutil.which("nvcc")
 GXX = shutil.which("g++")
 NVCC_FLAGS = ["-O3", "-arch=sm_90", "-Werror", "all-warnings"]
@@ -158,14 +157,9 @@ def kernel_text(src: str, index: int = 0) -> str:
 
 # --------------------------------------------------------------------------- text
 
-def test_golden_bound_matmul():
+def test_golden_bound_matmul(golden):
     got = generate_cuda(bound_matmul())
-    path = GOLDEN / "matmul_bound.cu"
-    if os.environ.get("DOJO_UPDATE_GOLDEN"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(got)
-    assert path.exists(), f"missing golden file {path} (DOJO_UPDATE_GOLDEN=1 creates it)"
-    assert got == path.read_text()
+    golden("cuda/matmul_bound.cu", got)
 
 
 def test_generation_is_deterministic():

@@ -8,7 +8,7 @@ from dojo_core.agents.evaluators import ServerEvaluator
 from dojo_core.kernels import load_kernel
 from dojo_core.records import RecordStore
 
-from test_jobs_integration import Server
+from live_server import Server
 
 SMALL = {"N": 16, "M": 16, "K": 16}
 

@@ -1,6 +1,6 @@
 """Browser test of agent runs: Playwright driving Debian's chromium
 headless against the real server (``python -m webapp.launch``: daphne, the local runner
-and the agents worker it starts), as tests/test_browser_editor.py does.
+and the agents worker it starts), as tests/browser/test_browser_editor.py does.
 
 Start a random agent from the editor's agent panel, see its steps arrive in the history
 tree and its progress in the run list live (no reload), stop it with the Stop button,
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_browser_editor import ARGS, CHROMIUM, Server, http, shot, sync_playwright
+from browser_support import ARGS, CHROMIUM, Server, http, require_browser, shot, sync_playwright
 
 from playwright.sync_api import expect
 
@@ -23,6 +23,7 @@ WS_OPEN = ("() => { const el = document.querySelector('[ws-connect]'); const d =
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
+    require_browser()
     s = Server(tmp_path_factory.mktemp("browser-agents"))
     s.wait(s.runner_online, 60, "the local runner")
     yield s

@@ -1,6 +1,6 @@
 """The parser and the canonical printer (DESIGN.md section 3).
 
-- golden files: tests/golden/printer/NAME.dojo is printed to exactly NAME.expected
+- golden files: tests/core/golden/printer/NAME.dojo is printed to exactly NAME.expected
   (comments, blank lines, odd spacing, parentheses dropped or kept, annotations, locals,
   scalars, constants, doc comments); the expected text is a fixed point and parses back
   to the same Program.
@@ -11,12 +11,11 @@
   and nothing else (and the checker, when the parse succeeds, never raises at all).
 
 Regenerate the golden outputs (after reviewing the change!) with
-DOJO_UPDATE_GOLDEN=1 pytest tests/test_parser_printer.py -k golden.
+pytest tests/core/test_parser_printer.py -k golden --update-goldens.
 """
 from __future__ import annotations
 
 import math
-import os
 import re
 from pathlib import Path
 
@@ -37,7 +36,7 @@ except ImportError:  # tests/ imported as a package
 
 GOLDEN = Path(__file__).parent / "golden" / "printer"
 GOLDEN_CASES = sorted(p.stem for p in GOLDEN.glob("*.dojo"))
-KERNELS = sorted((Path(__file__).parent.parent / "dojo_core" / "kernels").glob("*.dojo"))
+KERNELS = sorted((Path(__file__).parents[2] / "dojo_core" / "kernels").glob("*.dojo"))
 
 
 def fast(n: int):
@@ -75,15 +74,11 @@ def test_golden_suite_is_complete():
 
 
 @pytest.mark.parametrize("name", GOLDEN_CASES)
-def test_golden(name):
+def test_golden(name, golden):
     source = (GOLDEN / f"{name}.dojo").read_text()
     program = parse(source, f"{name}.dojo")
     text = print_program(program)
-    expected_path = GOLDEN / f"{name}.expected"
-    if os.environ.get("DOJO_UPDATE_GOLDEN"):
-        expected_path.write_text(text)
-    expected = expected_path.read_text()
-    assert text == expected
+    expected = golden(f"printer/{name}.expected", text)
     again = parse(expected, f"{name}.expected")
     assert again == program
     assert strict_key(again) == strict_key(program)

@@ -21,7 +21,7 @@ from dojo_core.harness import RunError
 from dojo_core.kernels import kernel_path, load_kernel, random_inputs
 from dojo_core.source import load_source
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HOST = detect_host_target()
 
 

@@ -3,7 +3,7 @@ interpreter's on every library kernel and on random walks, the explicit vector l
 vectorized transcendentals and their accuracy, targets.
 
 Regenerate the golden C (after reviewing the change!) with
-DOJO_UPDATE_GOLDEN=1 pytest tests/test_codegen_c.py -k golden.
+pytest tests/core/test_codegen_c.py -k golden --update-goldens.
 """
 from __future__ import annotations
 
@@ -27,7 +27,6 @@ from dojo_core.printer import print_program
 from dojo_core.source import load_source
 from dojo_core.walks import random_walk, replay
 
-GOLDEN = Path(__file__).parent / "golden" / "c"
 HOST = detect_host_target()
 X86 = platform.machine() == "x86_64"
 TEST_OPT = "-O1"          # random walks and the many small kernels compile faster
@@ -74,17 +73,10 @@ parallelize j20
 """
 
 
-def _golden(name: str, text: str):
-    path = GOLDEN / name
-    if os.environ.get("DOJO_UPDATE_GOLDEN"):
-        GOLDEN.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"missing golden file {path} (DOJO_UPDATE_GOLDEN=1 creates it)"
-    assert text == path.read_text()
 
 
-def test_golden_matmul_untransformed():
-    _golden("matmul.c", generate_c(load_kernel("matmul"), "x86-avx512"))
+def test_golden_matmul_untransformed(golden):
+    golden("c/matmul.c", generate_c(load_kernel("matmul"), "x86-avx512"))
 
 
 def scheduled_matmul(sizes=None):
@@ -92,10 +84,10 @@ def scheduled_matmul(sizes=None):
     return program, replay(program, MATMUL_SCHEDULE.split("\n")[:-1])
 
 
-def test_golden_matmul_scheduled():
+def test_golden_matmul_scheduled(golden):
     _, program = scheduled_matmul()
     text = generate_c(program, "x86-avx512")
-    _golden("matmul_scheduled.c", text)
+    golden("c/matmul_scheduled.c", text)
     assert "dojo_f32x16" in text and "#pragma omp parallel for" in text
     assert "#pragma GCC unroll 8" in text and "float acc[256] __attribute__((aligned(64)));" in text
 

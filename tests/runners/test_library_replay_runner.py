@@ -16,7 +16,7 @@ import pytest
 
 from dojo_core.codegen.targets import detect_host_target
 from dojo_core.records import fingerprint_of_hardware, machine_fingerprint
-from tests.test_jobs_integration import ROOT, Server, http
+from live_server import ROOT, Server, http
 
 SIZES = {"N": 16, "M": 40}
 STEPS = ["parallelize i"]

@@ -32,7 +32,7 @@ from dojo_core.library import LibraryError, build_library, load
 from dojo_core.library.select import RunnerInfo, resolve_target
 from dojo_core.records import RecordStore, local_hardware, machine_fingerprint
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 CROSS_SAMPLE = "matmul,softmax,conv2d,relu"
 DRIFTS = {"sum_squares"}           # untransformed f32 sums too long for the float64 reference

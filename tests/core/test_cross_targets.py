@@ -3,7 +3,7 @@
 Every library kernel, untransformed at its test sizes and after each of its schedules
 (``NAME.steps``, the x86 ``NAME.TARGET.steps`` and the target's own ``NAME.TARGET.steps``,
 not another cross target's; at the test sizes when the steps apply there, else at the
-smallest scaled sizes where they do, as tests/test_library_steps.py picks them), is
+smallest scaled sizes where they do, as tests/core/test_library_steps.py picks them), is
 compiled for arm-neon, arm-sve and riscv-rvv, run under qemu (3 OpenMP threads, so
 the parallel loops split unevenly) and compared with the interpreter. Seeded random walks
 run on every target too. The assembly of every schedule must hold the target's vector
@@ -41,7 +41,7 @@ from dojo_core.steps import read_steps
 from dojo_core.transforms import NotApplicable
 from dojo_core.walks import random_walk, replay
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CROSS = ("arm-neon", "arm-sve", "riscv-rvv")
 ELF_MACHINE = {"aarch64": 183, "riscv64": 243}
 THREADS = 3

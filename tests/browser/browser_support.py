@@ -1,0 +1,125 @@
+"""The browser tests' shared parts: Debian's chromium driven by Playwright against the real
+ASGI server (``python -m webapp.launch``: daphne with its real local runner), and screenshots
+kept under ``var/test-artifacts/browser/`` (not committed; DOJO_TEST_ARTIFACTS moves them).
+
+Chromium is /usr/bin/chromium (Debian; ``.ci/run`` installs it); without it the browser tests
+skip with that reason, except under CI=true where they fail."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+try:
+    from playwright.sync_api import expect, sync_playwright  # noqa: F401  (re-exported)
+except ImportError:                                     # pragma: no cover
+    sync_playwright = None
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(os.environ.get("DOJO_TEST_ARTIFACTS", ROOT / "var" / "test-artifacts")) / "browser"
+CHROMIUM = os.environ.get("DOJO_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+SMALL = {"N": 48, "M": 48, "K": 48}
+
+def _missing() -> str | None:
+    if sync_playwright is None:
+        return "playwright is not installed"
+    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        return f"no chromium at {CHROMIUM} (apt-get install -y chromium)"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(method, url, data=None, timeout=10):
+    body = None if data is None else json.dumps(data).encode()
+    req = urllib.request.Request(url, data=body, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+class Server:
+    """``python -m webapp.launch`` (daphne + the local runner) on a free port, own state dir."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
+        env.update({"DOJO_STATE_DIR": str(tmp / "state"), "PYTHONPATH": str(ROOT), "DOJO_TEST_HOOKS": "1",
+                    "DOJO_CACHE_DIR": str(tmp / "cache"), "DJANGO_DEBUG": "0",
+                    "DOJO_RUNNER_HEARTBEAT": "0.5", "DOJO_RUNNER_OFFLINE_AFTER": "5",
+                    "DOJO_REAPER_INTERVAL": "0.5", "DOJO_RUNNER_LOG": "WARNING"})
+        self.log_path = tmp / "server.log"
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen([sys.executable, "-m", "webapp.launch", "--port", str(self.port)],
+                                     cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        self.wait(lambda: http("GET", self.url + "/api/runners")[0] == 200, 60, "the server")
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace")[-6000:]
+
+    def wait(self, cond, timeout, what):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if cond():
+                    return
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited ({self.proc.returncode})\n{self.logs()}")
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}\n{self.logs()}")
+
+    def runner_online(self, name="local") -> bool:
+        _, body = http("GET", self.url + "/api/runners")
+        return any(r["name"] == name and r["online"] for r in body.get("runners", []))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)          # launch stops the runner, then daphne
+            try:
+                self.proc.wait(timeout=25)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.log.close()
+
+
+def shot(page, name):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def session_id(page) -> str:
+    """The session id of an editor page's URL (/s/ID/...)."""
+    return page.url.split("/s/")[1].split("/")[0]
+
+
+def require_browser() -> None:
+    """Skip (fail under CI=true) when Playwright or chromium is missing, with the reason."""
+    reason = _missing()
+    if reason:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"browser tests cannot run under CI: {reason}")
+        pytest.skip(reason)
