@@ -1,8 +1,56 @@
 """dojo_core: the PerfDojo engine, pure Python with numpy (no Django).
 
 Text -> parser -> immutable IR -> transformations -> printer / code generators.
-Importing this package is cheap: the parser and checker load on first use.
-"""
-from .source import load_file
 
-__all__ = ["load_file"]
+The public API — what the web app, the runner, the agents and the command line import:
+
+    load(text, filename, sizes)   text -> checked Program (a located DojoError otherwise)
+    load_file(path, sizes)        the same for a file
+    canonical(program)            the canonical text (the printer's)
+    replay(program, steps)        the Program after step texts, through one shared prefix cache
+    actions(program)              every legal action, deterministic order
+    apply_step(program, text)     one step (NotApplicable with the reason when it is not legal)
+    explain_at(program, ref)      the actions at a loop or statement and why others are refused
+    line_refs(program)            {line of the canonical text: loop / statement name (sN)}
+    generate(program, target)     C for a CPU target name, CUDA for "cuda"
+    measure(program, inputs, ...) compile, run and time the C code (seconds per call)
+    program_hash(program)         the identity of a program's semantics and schedule
+
+Importing this package is cheap: each name loads its module on first use.
+"""
+from __future__ import annotations
+
+from importlib import import_module
+
+_EXPORTS = {
+    "load": ("source", "load_source"),
+    "load_file": ("source", "load_file"),
+    "canonical": ("printer", "print_program"),
+    "replay": ("replay_cache", "replay"),
+    "actions": ("transforms", "actions"),
+    "apply_step": ("transforms", "apply_step"),
+    "explain_at": ("transforms", "explain_at"),
+    "line_refs": ("printer", "line_refs"),
+    "generate": ("codegen", "generate"),
+    "measure": ("harness", "measure"),
+    "program_hash": ("records", "program_hash"),
+    "DojoError": ("errors", "DojoError"),
+    "NotApplicable": ("transforms", "NotApplicable"),
+}
+
+
+def __getattr__(name: str):
+    try:
+        module, attribute = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'dojo_core' has no attribute {name!r}") from None
+    value = getattr(import_module(f".{module}", __name__), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_EXPORTS))
+
+
+__all__ = sorted(_EXPORTS)

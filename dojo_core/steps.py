@@ -9,7 +9,7 @@ Guarantees:
     single spaces; an unreadable or non-text file is a DojoError located in it
     (an empty file is simply no steps).
   * ``replay(program, steps, filename)`` applies the steps in order with
-    ``dojo_core.transforms.apply_step`` and returns the final Program; the
+    ``dojo_core.transforms.apply_step`` (through the shared prefix cache) and returns the final Program; the
     first step that does not apply raises
     ``DojoError("step 'TEXT': REASON", lineno, 1, filename)``.  The input
     program is never modified (the IR is immutable).
@@ -17,6 +17,7 @@ Guarantees:
 from __future__ import annotations
 
 from .errors import DojoError
+from .replay_cache import SHARED
 from .source import read_text, source_lines
 
 
@@ -36,13 +37,15 @@ def read_steps(path) -> list[tuple[int, str]]:
 
 
 def replay(program, steps, filename: str = "<steps>"):
-    """Apply the steps ((lineno, text) pairs, or bare texts numbered from 1) to program."""
-    from .transforms import apply_step
-
-    for index, item in enumerate(steps, start=1):
-        lineno, text = item if isinstance(item, tuple) else (index, item)
-        try:
-            program = apply_step(program, text)
-        except DojoError as exc:
-            raise DojoError(f"step '{text}': {exc.message}", lineno, 1, filename) from None
+    """Apply the steps ((lineno, text) pairs, or bare texts numbered from 1) to program,
+    through the shared prefix cache (``dojo_core.replay_cache``)."""
+    numbered = [item if isinstance(item, tuple) else (index, item)
+                for index, item in enumerate(steps, start=1)]
+    done = 0
+    try:
+        for program in SHARED.walk(program, [text for _, text in numbered]):
+            done += 1
+    except DojoError as exc:
+        lineno, text = numbered[done]
+        raise DojoError(f"step '{text}': {exc.message}", lineno, 1, filename) from None
     return program

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dojo_core import ir
 from dojo_core.agents.base import Measurement
-from dojo_core.agents.states import StateCache
+from dojo_core.replay_cache import SHARED
 from dojo_core.harness import estimated_work
 from dojo_core.records import program_hash
 
@@ -21,7 +21,7 @@ class AnalyticEvaluator:
     fingerprint = "fake-analytic-model"
 
     def __init__(self, fail_steps=()):
-        self.states = StateCache()
+        self.states = SHARED
         self.calls = []
         self.fail_steps = set(fail_steps)
 

@@ -37,16 +37,16 @@ from ..printer import print_program
 from .base import Measurement
 from .embedding import HashedEmbedding
 from .features import state_features
-from .states import StateCache
+from ..replay_cache import SHARED, ReplayCache
 
 
-def program_of_record(record: dict, states: Optional[StateCache] = None,
+def program_of_record(record: dict, states: Optional[ReplayCache] = None,
                       roots: Optional[dict] = None) -> Optional[ir.Program]:
     """The state a record measured, rebuilt from its kernel (or IR ``source``), sizes and
     steps; None when it cannot be rebuilt (unknown kernel, bad IR, illegal step)."""
     from ..kernels import load_kernel
     from ..parser import parse
-    states = states if states is not None else StateCache()
+    states = states if states is not None else SHARED
     roots = roots if roots is not None else {}
     key = (record.get("kernel"), record.get("source"),
            tuple(sorted((record.get("sizes") or {}).items())))
@@ -77,7 +77,7 @@ def _ok_seconds(record: dict) -> Optional[float]:
 def _items(data) -> tuple:
     """(programs, seconds, groups, skipped) from records or (program, seconds) pairs."""
     programs, seconds, groups, skipped = [], [], [], 0
-    states, roots = StateCache(), {}
+    states, roots = SHARED, {}
     for item in data:
         if isinstance(item, dict):
             t = _ok_seconds(item)
@@ -235,7 +235,7 @@ class CostModelEvaluator:
         self.root_seconds = root_seconds
         self.fingerprint = model.fingerprint()
         self.runner = "model"
-        self.states = StateCache()
+        self.states = SHARED
         self._roots: dict = {}
 
     def _root_time(self, root) -> tuple:

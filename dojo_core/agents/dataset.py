@@ -38,7 +38,7 @@ from typing import Callable, Iterable, Iterator, Optional
 from ..errors import DojoError
 from ..printer import print_program
 from ..records import text_hash
-from .states import StateCache
+from ..replay_cache import SHARED, ReplayCache
 
 FORMAT = "perfdojo-transitions"
 VERSION = 1
@@ -60,13 +60,13 @@ def _root(record: dict, roots: dict):
     return roots[key]
 
 
-def transition(record: dict, states: Optional[StateCache] = None,
+def transition(record: dict, states: Optional[ReplayCache] = None,
                roots: Optional[dict] = None) -> dict:
     """The transition object of one record; raises ValueError/KeyError/DojoError when it
     cannot be rebuilt."""
     from ..parser import parse
     from ..transforms import apply_step
-    states = states if states is not None else StateCache()
+    states = states if states is not None else SHARED
     roots = roots if roots is not None else {}
     if not isinstance(record, dict):
         raise ValueError("a record must be a JSON object")
@@ -101,7 +101,7 @@ def transition(record: dict, states: Optional[StateCache] = None,
 def export_records(records: Iterable[dict],
                    on_error: Optional[Callable[[int, str], None]] = None) -> Iterator[str]:
     """One JSON line per rebuildable record (module docstring)."""
-    states, roots = StateCache(), {}
+    states, roots = SHARED, {}
     for index, record in enumerate(records):
         try:
             item = transition(record, states, roots)

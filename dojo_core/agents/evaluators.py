@@ -44,7 +44,7 @@ from ..printer import print_program
 from ..records import RecordStore, machine_fingerprint, now_iso, program_hash, text_hash
 from .base import Measurement
 from .phases import timed
-from .states import StateCache
+from ..replay_cache import SHARED, ReplayCache
 
 
 class MeasurementCache:
@@ -111,7 +111,7 @@ class LocalEvaluator:
         self.fingerprint = basis
         self.runner = "local"
         self.cache = MeasurementCache(store, self.fingerprint)
-        self.states = StateCache()
+        self.states = SHARED
         self._by_code: dict = {}
         self._references: dict = {}
         self._worker = None
@@ -283,7 +283,7 @@ class ServerEvaluator:
         self.fingerprint = "server:" + text_hash(
             self.url + "|" + ",".join(str(r) for r in self.runners))[:16]
         self.cache = MeasurementCache(store, self.fingerprint)
-        self.states = StateCache()
+        self.states = SHARED
 
     def _http(self, method: str, path: str, payload=None) -> tuple:
         data = json.dumps(payload).encode() if payload is not None else None

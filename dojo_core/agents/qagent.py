@@ -41,6 +41,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ..kernels import load_kernel
+from ..replay_cache import SHARED
 from .base import Agent, SearchResult
 from .embedding import HashedEmbedding
 from .features import (ACTION_DIM, FEATURE_DIM, MACRO_PREFIX, action_matrix, analyze,
@@ -210,14 +212,12 @@ class QAgent(Agent):
         goes on from the best of them (a random one with probability epsilon).  Returns
         {"episodes", "measurements", "updates", "losses": [mean TD loss per episode],
         "best": {kernel: best log speedup seen}}."""
-        from ..kernels import load_kernel
-        from .states import StateCache
         rng = np.random.default_rng(seed)
         roots = [load_kernel(k, {}) if isinstance(k, str) else k for k in kernels]
         evaluators = [evaluator_factory(r) for r in roots]
         gpu = [bool(getattr(e, "gpu", False)) for e in evaluators]
         root_feats = [state_features(r) for r in roots]
-        states = StateCache()
+        states = SHARED
         root_moves = [self.moves(r, g) for r, g in zip(roots, gpu)]
         self._ensure_net(np.vstack([self.encode(f, r, texts)
                                     for f, r, (texts, _) in zip(root_feats, roots, root_moves)]))

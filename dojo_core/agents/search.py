@@ -30,7 +30,7 @@ from ..transforms import actions
 from .base import Measurement, SearchEvent, SearchResult, Trial
 from .macros import Move, macro_moves
 from .phases import PhaseClock
-from .states import StateCache
+from ..replay_cache import SHARED, ReplayCache
 
 KIND_PRIOR = {"macro": 10.0, "vectorize": 6.0, "parallelize": 6.0, "accumulate": 4.0,
               "stage": 3.0, "unroll": 3.0, "interchange": 2.5, "fission": 2.0, "fuse": 2.0,
@@ -74,7 +74,7 @@ class Session:
                  should_stop=None):
         self.agent, self.root, self.evaluator, self.budget = agent, root, evaluator, budget
         self.on_event, self.should_stop = on_event, should_stop
-        self.states = StateCache()
+        self.states = SHARED
         self.clock = PhaseClock()
         if hasattr(evaluator, "phases"):
             evaluator.phases = self.clock

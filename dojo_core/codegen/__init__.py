@@ -5,5 +5,19 @@ from __future__ import annotations
 from .c import CodegenError, generate_c, timing_entry
 from .targets import TARGETS, Target, detect_host_target, get_target
 
-__all__ = ["generate_c", "timing_entry", "CodegenError", "TARGETS", "Target",
-           "detect_host_target", "get_target"]
+CUDA_TARGET = "cuda"
+
+
+def generate(program, target=None) -> str:
+    """The source of a checked program for ``target``: CUDA for ``"cuda"``, else C for a CPU
+    target (a Target, a name of ``TARGETS``, or None for this machine).  Refusals: C's
+    ``CodegenError``, CUDA's located ``CudaCodegenError``; an unknown target name raises
+    ``get_target``'s error naming the known ones."""
+    if target == CUDA_TARGET:
+        from .cuda import generate_cuda          # the CUDA generator loads only when asked for
+        return generate_cuda(program)
+    return generate_c(program, target)
+
+
+__all__ = ["generate", "generate_c", "timing_entry", "CodegenError", "TARGETS", "Target",
+           "detect_host_target", "get_target", "CUDA_TARGET"]

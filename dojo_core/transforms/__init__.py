@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..printer import statement_number
 from .base import NotApplicable, Transformation
 from . import annotate, interchange, split
 from . import fission, fuse, hoist, merge, reorder
@@ -67,4 +68,46 @@ def explain(program, text: str):
     return None
 
 
-__all__ = ["Action", "NotApplicable", "REGISTRY", "actions", "apply_step", "explain", "register"]
+# the one-loop and one-statement transformations whose refusal at a ref is worth explaining
+LOOP_PROBES = ("parallelize {r}", "vectorize {r}", "unroll {r}", "split {r} by 2")
+STATEMENT_PROBES = ("hoist {r}",)
+
+
+@dataclass(frozen=True)
+class ActionsAt:
+    """What can be done at one loop or statement: the legal actions naming it, and why the
+    usual one-loop (one-statement) transformations that are not legal there are refused."""
+    ref: str
+    kind: str                       # "loop" or "statement"
+    legal: tuple                    # Actions whose text names ref, in actions() order
+    not_legal: tuple                # (text, one-sentence reason) pairs
+
+
+def refs_in(text: str) -> set:
+    """The loop and statement names an action text mentions (its words after the first)."""
+    return set(text.replace(",", " ").split()[1:])
+
+
+def ref_kind(ref: str) -> str:
+    """"statement" for an assignment's name ``sN``, else "loop"."""
+    return "statement" if statement_number(ref) is not None else "loop"
+
+
+def explain_at(program, ref: str, found=None) -> ActionsAt:
+    """The actions at ``ref`` (``found``: this program's actions() when already computed)."""
+    found = actions(program) if found is None else found
+    legal = tuple(a for a in found if ref in refs_in(a.text))
+    kind = ref_kind(ref)
+    texts = {a.text for a in legal}
+    not_legal = []
+    for probe in (STATEMENT_PROBES if kind == "statement" else LOOP_PROBES):
+        text = probe.format(r=ref)
+        if text not in texts:
+            reason = explain(program, text)
+            if reason:
+                not_legal.append((text, reason))
+    return ActionsAt(ref, kind, legal, tuple(not_legal))
+
+
+__all__ = ["Action", "ActionsAt", "NotApplicable", "REGISTRY", "actions", "apply_step", "explain",
+           "explain_at", "ref_kind", "refs_in", "register"]

@@ -10,7 +10,7 @@ import pytest
 from dojo_core.agents.cost_model import (CostModel, CostModelEvaluator, kendall,
                                          program_of_record, spearman)
 from dojo_core.agents.features import FEATURE_NAMES, state_features
-from dojo_core.agents.states import StateCache
+from dojo_core.replay_cache import SHARED
 from dojo_core.kernels import load_kernel
 from dojo_core.printer import print_program
 from dojo_core.records import program_hash
@@ -27,7 +27,7 @@ def known_log_seconds(program) -> float:
 
 def walked(name, sizes, count, depth=4, kinds=None, first_seed=0):
     root = load_kernel(name, sizes)
-    states, out = StateCache(), []
+    states, out = SHARED, []
     for seed in range(first_seed, first_seed + count):
         steps, _ = random_walk(root, 1 + seed % depth, seed, kinds=kinds)
         out.append((tuple(steps), states.program(root, tuple(steps))))

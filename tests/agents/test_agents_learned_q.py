@@ -18,7 +18,7 @@ from dojo_core.agents.features import FEATURE_NAMES, state_features
 from dojo_core.agents.qagent import QAgent
 from dojo_core.agents.qnetwork import (QNetwork, ReplayBuffer, Transition, max_reward_target,
                                        single_threaded_blas)
-from dojo_core.agents.states import StateCache
+from dojo_core.replay_cache import SHARED
 from dojo_core.kernels import load_kernel
 from dojo_core.transforms import apply_step
 from dojo_core.walks import random_walk
@@ -36,7 +36,7 @@ def synthetic_seconds(program) -> float:
 @pytest.fixture(scope="module")
 def model_evaluator():
     root = load_kernel("softmax", SIZES)
-    states = StateCache()
+    states = SHARED
     pairs = []
     for seed in range(40):
         steps, program = random_walk(root, 1 + seed % 4, seed)

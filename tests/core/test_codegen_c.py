@@ -20,7 +20,7 @@ from dojo_core import harness, interp
 from dojo_core.codegen import TARGETS, detect_host_target, generate_c
 from dojo_core.codegen.targets import target_from_cpuinfo
 from dojo_core.compile import find_compiler
-from dojo_core.interp_runtime import erf as erf64
+from dojo_core.interp.runtime import erf as erf64
 from dojo_core.kernels import info, list_kernels, load_kernel, random_inputs
 from dojo_core.poly import const_value
 from dojo_core.printer import print_program

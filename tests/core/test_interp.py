@@ -8,8 +8,9 @@ import time
 import numpy as np
 import pytest
 
-from dojo_core import interp, interp_codegen, ir
-from dojo_core import interp_runtime as rt
+from dojo_core import interp, ir
+from dojo_core.interp import codegen as interp_codegen
+from dojo_core.interp import runtime as rt
 from dojo_core.checker import check
 from dojo_core.parser import parse
 

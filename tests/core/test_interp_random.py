@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 import pytest
 
-from dojo_core import interp, interp_codegen, ir
-from dojo_core import interp_runtime as rt
+from dojo_core import interp, ir
+from dojo_core.interp import codegen as interp_codegen
+from dojo_core.interp import runtime as rt
 from dojo_core.printer import print_program
 
 C, V, A, B, N_ = ir.Const, ir.Var, ir.Access, ir.BinOp, ir.Neg

@@ -1,7 +1,7 @@
 """Expressions of the interpreter's code generator: IR index and value expressions to
 Python/numpy source (see ``dojo_core.interp`` for the semantics implemented).
 
-``Translator`` is the expression half of ``interp_codegen.Generator``: it owns the namespace
+``Translator`` is the expression half of ``interp.codegen.Generator``: it owns the namespace
 of the generated code (constants ``k_N``, dtype objects ``t_NAME``/``d_NAME``) and turns
 index expressions into integer code (Python ints, or int64 arrays inside vectorised
 regions) and value expressions into code computing in a context dtype T, with the static
@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import interp_runtime as rt
-from . import ir
-from .interp_eval import eval_int
-from .interp_regions import uses_vars
+from . import runtime as rt
+from .. import ir
+from .evaluate import eval_int
+from .regions import uses_vars
 
 BOOL = np.dtype(bool)
 F64 = np.dtype(np.float64)
 
 
-class CodegenError(ValueError):
+class TranslationError(ValueError):
     """The program cannot be translated (it was not checked, or uses an unknown name)."""
 
 
@@ -98,12 +98,12 @@ class Translator:
     @staticmethod
     def ident(name: str) -> str:
         if not isinstance(name, str) or not name.isidentifier():
-            raise CodegenError(f"bad name {name!r}")
+            raise TranslationError(f"bad name {name!r}")
         return name
 
     def array(self, scope, name) -> Array:
         if name not in scope["arrays"]:
-            raise CodegenError(f"unknown array {name!r}")
+            raise TranslationError(f"unknown array {name!r}")
         return scope["arrays"][name]
 
     # ------------------------------------------------------------------ expressions
@@ -112,14 +112,14 @@ class Translator:
         """Integer code of an index or bound expression; ``vec`` names array iterators."""
         if isinstance(expr, ir.Const):
             if isinstance(expr.value, bool) or not float(expr.value).is_integer():
-                raise CodegenError(f"non-integer constant {expr.value!r} in an index")
+                raise TranslationError(f"non-integer constant {expr.value!r} in an index")
             return str(int(expr.value))
         if isinstance(expr, ir.Var):
             if expr.name in scope["iters"]:
                 return "v_" + self.ident(expr.name)
             if expr.name in self.sizes:
                 return str(int(self.sizes[expr.name]))
-            raise CodegenError(f"unknown name {expr.name!r}")
+            raise TranslationError(f"unknown name {expr.name!r}")
         if isinstance(expr, ir.Neg):
             return f"(-{self.index(expr.operand, scope, vec)})"
         if isinstance(expr, ir.BinOp) and expr.op in ("+", "-", "*", "//", "%"):
@@ -130,7 +130,7 @@ class Translator:
             if uses_vars(expr, vec):
                 return f"np.{expr.func}imum({lhs}, {rhs})"
             return f"{expr.func}({lhs}, {rhs})"
-        raise CodegenError(f"not an integer expression: {expr!r}")
+        raise TranslationError(f"not an integer expression: {expr!r}")
 
     def dim(self, expr, scope) -> str:
         """Code of an array dimension: a literal when it depends on the sizes only."""
@@ -142,7 +142,7 @@ class Translator:
     def subscript(self, access, scope, vec) -> str:
         arr = self.array(scope, access.array)
         if len(access.indices) != len(arr.dims):
-            raise CodegenError(f"{access.array} takes {len(arr.dims)} indices")
+            raise TranslationError(f"{access.array} takes {len(arr.dims)} indices")
         subs = [self.index(e, scope, vec) for e in access.indices]
         if arr.private:
             subs.insert(0, arr.private)
@@ -171,7 +171,7 @@ class Translator:
                 return self.const(v, T), T
             return self.const(float(v), F64), F64
         if isinstance(expr, ir.Var):
-            raise CodegenError(f"unknown name {expr.name!r}")
+            raise TranslationError(f"unknown name {expr.name!r}")
         if isinstance(expr, ir.Access):
             arr = self.array(scope, expr.array)
             code = self.subscript(expr, scope, vset)
@@ -192,7 +192,7 @@ class Translator:
                 return f"({lc} {expr.op} {rc})", t
         if isinstance(expr, ir.Call):
             return self.call(expr, T, scope, vec, isvec)
-        raise CodegenError(f"cannot evaluate {expr!r}")
+        raise TranslationError(f"cannot evaluate {expr!r}")
 
     def call(self, expr, T, scope, vec, isvec):
         args = [self.value(a, T, scope, vec) for a in expr.args]
@@ -221,4 +221,4 @@ class Translator:
                     return f"np.float_power({ac}, {bc})", F64
                 return f"np.power({ac}, {bc})", t
             return f"np.{f}imum({ac}, {bc})", t
-        raise CodegenError(f"bad call {f}/{len(args)}")
+        raise TranslationError(f"bad call {f}/{len(args)}")

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from . import ir
-from .interp_eval import eval_int
+from .. import ir
+from .evaluate import eval_int
 
 
 def uses_vars(expr, names) -> bool:

@@ -46,7 +46,7 @@ Semantics
 * Floating point errors (overflow, division by zero, invalid) give inf/NaN silently.
 
 Speed: the program is translated once (cached per program and flag) to Python source
-(``interp_codegen``, ``interp_exprs``) in which some loop nests become whole-array numpy
+(``interp.codegen``, ``interp.exprs``) in which some loop nests become whole-array numpy
 operations. The vectorisation rule (sound by construction; ``vectorize=False`` and random
 programs check it bit for bit):
 1. Candidates are *regions*: a perfect loop nest L1..Lk (each body exactly one loop) whose
@@ -78,12 +78,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import interp_runtime as rt
-from . import ir
-from .interp_codegen import CodegenError, generate, numpy_dtype
-from .interp_eval import eval_int
+from . import runtime as rt
+from .. import ir
+from .codegen import TranslationError, generate, numpy_dtype
+from .evaluate import eval_int
 
-__all__ = ["run", "numpy_dtype", "array_shape", "eval_int", "source", "CodegenError"]
+__all__ = ["run", "numpy_dtype", "array_shape", "eval_int", "source", "TranslationError"]
 
 
 def array_shape(program: ir.Program, decl_or_dims) -> tuple:

@@ -1,7 +1,7 @@
 """Integer evaluation of quasi-affine IR expressions (indices, bounds, dims)."""
 from __future__ import annotations
 
-from . import ir
+from .. import ir
 
 
 def eval_int(expr, env: dict) -> int:

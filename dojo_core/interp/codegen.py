@@ -4,23 +4,23 @@
 the namespace defines ``kernel(*arrays)`` taking one numpy array per declared array, in
 declaration order, and updating them in place. The semantics it implements and the rule
 that decides which loop nests become numpy operations are documented in
-``dojo_core.interp``; ``interp_regions`` holds the static half of that rule.
+``dojo_core.interp``; ``interp.regions`` holds the static half of that rule.
 
 Python names: arrays ``a_NAME`` (flat views ``f_NAME``), iterators ``v_NAME``, constants
 ``k_N``, dtypes ``t_NAME``/``d_NAME``; generated names start with ``r`` and a number;
-helpers live in ``rt`` (``interp_runtime``). Sizes are folded in as integer literals.
-Expressions are translated by ``interp_exprs.Translator``.
+helpers live in ``rt`` (``interp.runtime``). Sizes are folded in as integer literals.
+Expressions are translated by ``interp.exprs.Translator``.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import interp_runtime as rt
-from . import ir
-from .interp_exprs import Array, CodegenError, Translator, numpy_dtype
-from .interp_regions import region_chain, region_plan, statically_injective, uses_vars
+from . import runtime as rt
+from .. import ir
+from .exprs import Array, TranslationError, Translator, numpy_dtype
+from .regions import region_chain, region_plan, statically_injective, uses_vars
 
-__all__ = ["generate", "CodegenError", "numpy_dtype"]
+__all__ = ["generate", "TranslationError", "numpy_dtype"]
 
 MAX_FOR_DEPTH = 15          # CPython allows 20 statically nested blocks per function
 SMALL_REGION = 16           # iteration sets smaller than this run as Python loops
@@ -48,7 +48,7 @@ class Generator(Translator):
             elif isinstance(stmt, ir.Loop):
                 self.loop(stmt, scope, depth, fors)
             else:
-                raise CodegenError(f"unknown statement {stmt!r}")
+                raise TranslationError(f"unknown statement {stmt!r}")
 
     def local_array(self, stmt, scope, private=None) -> Array:
         dims = tuple(self.dim(d, scope) for d in stmt.dims)
