@@ -106,7 +106,7 @@ class Daemon:
             mode, desc = None, "not isolated: disabled with --network off"
         self.network_mode = mode
         labels = [l.strip() for l in self.args.labels.split(",") if l.strip()]
-        user, who = sandbox.drop_target(sys.executable, ROOT_DIR)
+        user, who, (self.python, self.pythonpath) = sandbox.drop_target(sys.executable, ROOT_DIR)
         self.sandbox_user = list(user) if user else None
         sandbox_info = {"network": desc, "uid": user[0] if user else os.geteuid(), "user": who,
                         "process_limit_enforced": os.geteuid() != 0 or user is not None}
@@ -138,7 +138,7 @@ class Daemon:
             "name": self.creds["name"], "queue": self.creds["queue"],
             "broker_url": self.creds["broker_url"], "broker_options": self.creds.get("broker_options") or {},
             "state_dir": self.state_dir, "work_dir": self.args.work_dir,
-            "network_mode": self.network_mode, "python": sys.executable,
+            "network_mode": self.network_mode, "python": self.python, "pythonpath": self.pythonpath,
             "sandbox_user": self.sandbox_user,
             "parent_pid": os.getpid(), "log_level": self.args.log_level,
             "claim_after_s": max(0.0, self.args.claim_after), "emulate": self.args.emulate,

@@ -211,7 +211,8 @@ def run_spec(spec: dict, cfg: dict, should_cancel=None, on_start=None) -> tuple[
         if spec.get("steps"):
             with open(os.path.join(tmp, "job.steps"), "w") as f:
                 f.write("\n".join(spec["steps"]) + "\n")
-        env = sandbox.scrubbed_env(tmp, {"PYTHONPATH": ROOT, "DOJO_CACHE_DIR": os.path.join(tmp, ".cache")})
+        env = sandbox.scrubbed_env(tmp, {"PYTHONPATH": cfg.get("pythonpath") or ROOT,
+                                         "DOJO_CACHE_DIR": os.path.join(tmp, ".cache")})
         limits = limits_for(spec, cfg)
         command = (emulated_command(spec, cfg["emulate"], cfg.get("python")) if cfg.get("emulate")
                    else bench_command(spec, cfg.get("python")))

@@ -10,7 +10,8 @@
   drops to an unprivileged user (DOJO_SANDBOX_USER, default ``nobody``) just
   before ``exec``, after the namespaces and limits are set, and hands it the work
   directory.  ``drop_target()`` decides at start whether that user can run the
-  benchmark's Python; if not, the runner says so (process limit not enforced);
+  benchmark's Python (or the system's interpreter of the same version with the runner's
+  packages); if neither, the runner says so (process limit not enforced);
 * in a new session, so that the whole process group is killed (SIGKILL) at the
   wall timeout, on cancel, and after the command exits (background children);
   the command also dies with the worker that started it (PR_SET_PDEATHSIG);
@@ -153,30 +154,69 @@ def set_user(uid: int | None, gid: int | None = None) -> None:
     _DROP = None if uid is None else (int(uid), int(gid if gid is not None else uid))
 
 
-def drop_target(python: str = sys.executable, pythonpath: str | None = None) -> tuple:
-    """((uid, gid) or None, description): whom the sandbox should run as.  Only a root
-    runner drops; to DOJO_SANDBOX_USER (default ``nobody``; ``root`` keeps root), and
-    only when that user can start ``python`` and import dojo_core, the benchmark's needs."""
-    if os.geteuid() != 0:
-        return None, f"unprivileged (uid {os.geteuid()})"
-    name = os.environ.get("DOJO_SANDBOX_USER", "nobody")
-    if name == "root":
-        return None, "root (DOJO_SANDBOX_USER=root): the process limit is not enforced"
+_DESCRIBE = "import site, sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}'); print(*site.getsitepackages(), sep='\\n')"
+
+
+def same_version_interpreters(python: str) -> list:
+    """(interpreter, its site-packages) alternatives to ``python``: the system's pythonX.Y of
+    the same version, given ``python``'s site-packages (a virtual environment whose base
+    interpreter lives where the sandbox user cannot read, e.g. under /root with mode 0700,
+    still has readable packages, which run unchanged on the same CPython version)."""
     try:
-        entry = pwd.getpwnam(name)
-    except KeyError:
-        return None, f"root: no user {name!r} to drop to; the process limit is not enforced"
-    user = (entry.pw_uid, entry.pw_gid)
+        out = subprocess.run([python, "-I", "-c", _DESCRIBE], capture_output=True, text=True,
+                             timeout=30).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if not out:
+        return []
+    version, packages = out[0], [p for p in out[1:] if os.path.isdir(p)]
+    found = []
+    for folder in ("/usr/bin", "/usr/local/bin"):
+        candidate = os.path.join(folder, f"python{version}")
+        if os.access(candidate, os.X_OK) and os.path.realpath(candidate) != os.path.realpath(python):
+            found.append((candidate, packages))
+    return found
+
+
+def _can_run(user, python: str, pythonpath: str | None):
+    """None when ``user`` can start ``python`` and import dojo_core and numpy, else why not."""
     with tempfile.TemporaryDirectory(prefix="dojo-userprobe-") as tmp:
         os.chmod(tmp, 0o755)
         env = scrubbed_env(tmp, {"PYTHONPATH": pythonpath} if pythonpath else None)
         res = run([python, "-c", "import dojo_core, numpy"], workdir=tmp, limits=Limits(wall_s=60),
                   env=env, user=user)
-    if res.returncode != 0:
-        why = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
-        return None, (f"root: user {name} cannot run {python} ({why.removeprefix('sandbox: ')}); "
-                      "the process limit is not enforced")
-    return user, f"user {name} (uid {user[0]})"
+    if res.returncode == 0:
+        return None
+    return (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1].removeprefix("sandbox: ")
+
+
+def drop_target(python: str = sys.executable, pythonpath: str | None = None) -> tuple:
+    """((uid, gid) or None, description, (interpreter, PYTHONPATH)): whom the sandbox should
+    run as, and the Python it runs the benchmark with.  Only a root runner drops; to
+    DOJO_SANDBOX_USER (default ``nobody``; ``root`` keeps root), and only when that user can
+    start an interpreter and import dojo_core and numpy: ``python`` itself, else the system's
+    interpreter of the same version with ``python``'s packages on its path."""
+    own = (python, pythonpath)
+    if os.geteuid() != 0:
+        return None, f"unprivileged (uid {os.geteuid()})", own
+    name = os.environ.get("DOJO_SANDBOX_USER", "nobody")
+    if name == "root":
+        return None, "root (DOJO_SANDBOX_USER=root): the process limit is not enforced", own
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        return None, f"root: no user {name!r} to drop to; the process limit is not enforced", own
+    user = (entry.pw_uid, entry.pw_gid)
+    why = _can_run(user, python, pythonpath)
+    if why is None:
+        return user, f"user {name} (uid {user[0]})", own
+    for other, packages in same_version_interpreters(python):
+        path = os.pathsep.join([p for p in [pythonpath] if p] + packages)
+        if _can_run(user, other, path) is None:
+            return user, (f"user {name} (uid {user[0]}) with {other} and {python}'s packages "
+                          f"({name} cannot run {python}: {why})"), (other, path)
+    return None, (f"root: user {name} cannot run {python} ({why}); "
+                  "the process limit is not enforced"), own
 
 
 def _chown_tree(path: str, uid: int, gid: int) -> None:

@@ -245,11 +245,11 @@ def test_runner_client_rides_out_a_server_that_is_down(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping root needs root (the CI machine runs as root)")
 def test_a_root_runner_drops_root_so_the_process_limit_holds(tmp_path):
-    """As root, RLIMIT_NPROC is ignored; dropped to nobody, a fork bomb stops at the limit, and
-    the command owns its work directory (it can write there)."""
-    import pwd
-    nobody = pwd.getpwnam("nobody")
-    user = (nobody.pw_uid, nobody.pw_gid)
+    """As root, RLIMIT_NPROC is ignored; dropped to an unprivileged uid, a fork bomb stops at
+    the limit, and the command owns its work directory (it can write there).  The uid is one
+    no other process uses (the limit counts every process of the uid on the machine, and
+    runners of concurrent tests run their jobs as nobody)."""
+    user = (61000 + os.getpid() % 4000,) * 2
     (tmp_path / "kernel.dojo").write_text("x")                # made by root, as the runner does
     script = "id -u; echo hi > out.txt && cat kernel.dojo; for i in 1 2 3 4 5 6 7 8; do sleep 2 & done; wait"
     res = sandbox.run(["/bin/sh", "-c", script], workdir=str(tmp_path),
@@ -264,9 +264,26 @@ def test_a_root_runner_drops_root_so_the_process_limit_holds(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping root needs root")
 def test_drop_target_says_whom_the_sandbox_runs_as(monkeypatch):
-    user, who = sandbox.drop_target("/bin/false")
+    user, who, interpreter = sandbox.drop_target("/bin/false")
     assert user is None and "cannot run /bin/false" in who and "not enforced" in who
+    assert interpreter == ("/bin/false", None)
     monkeypatch.setenv("DOJO_SANDBOX_USER", "root")
     assert sandbox.drop_target()[0] is None
     monkeypatch.setenv("DOJO_SANDBOX_USER", "no-such-user-here")
     assert "no user" in sandbox.drop_target()[1]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping root needs root")
+def test_a_root_runner_drops_root_with_an_interpreter_the_user_can_run(tmp_path):
+    """The runner's own interpreter, or (when it lives where the sandbox user cannot read,
+    as a virtual environment over /root/.pyenv does) the system's interpreter of the same
+    version with the runner's packages: either way the dropped user runs the benchmark."""
+    user, who, (python, pythonpath) = sandbox.drop_target(sys.executable, str(ROOT))
+    if user is None:
+        assert not sandbox.same_version_interpreters(sys.executable), who
+        pytest.skip(f"no interpreter the sandbox user can run here: {who}")
+    env = sandbox.scrubbed_env(str(tmp_path), {"PYTHONPATH": pythonpath} if pythonpath else None)
+    os.chmod(tmp_path, 0o755)
+    res = sandbox.run([python, "-c", "import os, numpy, dojo_core; print(os.getuid())"],
+                      workdir=str(tmp_path), limits=sandbox.Limits(wall_s=60), env=env, user=user)
+    assert res.returncode == 0 and res.stdout.strip() == str(user[0]), (who, res.stderr)
