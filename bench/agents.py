@@ -44,6 +44,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import ratio                                   # noqa: E402
+from bench.peers import peer_env                                 # noqa: E402
 from dojo_core.agents import AGENTS, make_agent                  # noqa: E402
 from dojo_core.agents.evaluators import LocalEvaluator           # noqa: E402
 from dojo_core.kernels import load_kernel, steps_path            # noqa: E402
@@ -56,15 +58,14 @@ def numpy_time(name: str, threads: int, min_time: float):
     code = (
         "import json, sys; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
         "import numpy as np\n"
-        "from libraries import _numpy_fn, _time_fn\n"
+        "from bench.peer_kernels import numpy_fn\n"
+        "from bench.peers import time_fn\n"
         "from dojo_core.kernels import load_kernel, random_inputs\n"
         "p = load_kernel(%r)\n"
-        "fn, _ = _numpy_fn(np, %r, random_inputs(p, 0), p.size_values)\n"
-        "print(json.dumps(_time_fn(fn, %r)))\n"
+        "fn, _ = numpy_fn(np, %r, random_inputs(p, 0), p.size_values)\n"
+        "print(json.dumps(time_fn(fn, %r)))\n"
     ) % (str(ROOT / "bench"), str(ROOT), name, name, max(min_time, 0.2))
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[var] = str(threads)
+    env = peer_env(threads)
     try:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              env=env, timeout=300)
@@ -91,10 +92,6 @@ def tvm_peer(kernel: str, trials: int, threads: int, python: str | None = None):
         return json.loads(out.stdout.strip().splitlines()[-1])
     except (subprocess.SubprocessError, ValueError, IndexError) as exc:
         return {"skipped": f"TVM run failed: {type(exc).__name__}"}
-
-
-def ratio(a, b):
-    return a / b if a and b else None
 
 
 def fmt(v, spec="6.2f"):

@@ -15,7 +15,7 @@ in one run:
   torch   PyTorch CPU if installed (skipped cleanly when absent)
 
 numpy and PyTorch run in child processes per thread count, exactly as ``bench/libraries.py``
-runs them (its worker, reused here with the extra kernels: ``OPENBLAS_CORETYPE`` and
+runs them (its worker, ``bench/libraries_worker.py``, reused here with the extra kernels: ``OPENBLAS_CORETYPE`` and
 ``OPENBLAS_L2_SIZE`` removed from their environment, thread counts set by environment and
 threadpoolctl); each child checks its outputs against the library's once (harness
 tolerance), and the library's outputs are checked against the numpy references
@@ -43,12 +43,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-import libraries  # noqa: E402  (bench/libraries.py: worker, helpers)
+import numpy as np                                                        # noqa: E402
+
+import bench.libraries_worker as libraries_worker                         # noqa: E402
+from bench import peer_kernels                                            # noqa: E402
+from bench.common import cpu_model, load_text, usable_cores               # noqa: E402
+from bench.peers import PAUSE_S, UNSET, time_fn                           # noqa: E402
+from dojo_core import harness, kernels                                    # noqa: E402
+from dojo_core.codegen.targets import detect_host_target                  # noqa: E402
+from dojo_core.kernels import kernel_path, list_kernels, steps_path       # noqa: E402
+from dojo_core.library import build_library, load                         # noqa: E402
+from dojo_core.records import RecordStore, machine_fingerprint            # noqa: E402
 
 SCHEDULED = ("matmul", "bmm", "softmax", "layernorm", "conv2d", "attention")
-_LIBRARIES_NUMPY, _LIBRARIES_TORCH = libraries._numpy_fn, libraries._torch_fn
 
 
 # =============================================================================== numpy / torch
@@ -56,7 +64,7 @@ _LIBRARIES_NUMPY, _LIBRARIES_TORCH = libraries._numpy_fn, libraries._torch_fn
 def numpy_fn(np, name, x, sizes):
     """bench/libraries.py's numpy expression of a kernel, or one written here."""
     try:
-        return _LIBRARIES_NUMPY(np, name, x, sizes)
+        return peer_kernels.numpy_fn(np, name, x, sizes)
     except KeyError:
         pass
     out = {}
@@ -76,7 +84,7 @@ def numpy_fn(np, name, x, sizes):
                 np.negative(X, out=Y); np.exp(Y, out=Y); np.add(Y, np.float32(1), out=Y); np.divide(X, Y, out=Y)
             return f, out
         if name == "gelu":
-            try:
+            try:                                      # optional: scipy's erf when installed
                 from scipy.special import erf
             except ImportError:                       # numpy has no erf: the reference's
                 from dojo_core.kernels.references import erf
@@ -164,7 +172,7 @@ def numpy_fn(np, name, x, sizes):
 def torch_fn(torch, name, x, sizes):
     """bench/libraries.py's PyTorch call of a kernel, or one written here."""
     try:
-        return _LIBRARIES_TORCH(torch, name, x, sizes)
+        return peer_kernels.torch_fn(torch, name, x, sizes)
     except KeyError:
         pass
     t = {k: torch.from_numpy(v) if getattr(v, "ndim", 0) else v for k, v in x.items()}
@@ -194,33 +202,22 @@ def torch_fn(torch, name, x, sizes):
     return (lambda: out.update(calls[name]())), out
 
 
-class Worker(libraries.Worker):
+class Worker(libraries_worker.Worker):
     """bench/libraries.py's numpy/torch child process, started through this script so that
     it knows the extra kernels."""
 
     def __init__(self, threads: int, use_torch: bool):
-        env = {k: v for k, v in os.environ.items() if k not in libraries.UNSET}
-        for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            env[k] = str(threads)
-        env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(threads)]
-        if not use_torch:
-            cmd.append("--no-torch")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-        self.hello = libraries._recv(self.proc.stdout)
+        super().__init__(threads, use_torch, script=Path(__file__).resolve())
 
 
 def worker_main(threads: int, use_torch: bool) -> None:
-    libraries._numpy_fn, libraries._torch_fn = numpy_fn, torch_fn
-    libraries.worker_main(threads, use_torch)
+    libraries_worker.worker_main(threads, use_torch, numpy_fn, torch_fn)
 
 
 # =============================================================================== main side
 
 def populate() -> None:
     """This machine's entries (see the module docstring), appended to the default store."""
-    from dojo_core.codegen.targets import detect_host_target
-    from dojo_core.kernels import kernel_path, list_kernels, steps_path
     target = detect_host_target()
     runs = [(k, steps_path(k, target)) for k in SCHEDULED] + [(k, None) for k in list_kernels()]
     for kernel, steps in runs:
@@ -236,8 +233,6 @@ def populate() -> None:
 
 
 def build(directory: Path) -> None:
-    from dojo_core.library import build_library
-    from dojo_core.records import RecordStore
     t0 = time.perf_counter()
     manifest = build_library(directory, "local", list(RecordStore()), replay=False)
     for gone in manifest.get("excluded", []):
@@ -258,8 +253,6 @@ def c_tests(directory: Path) -> bool:
 
 
 def prepare_view(lib, entry):
-    import numpy as np
-    from dojo_core import harness, kernels
     program = kernels.load_kernel(entry["kernel"], entry["sizes"])
     fn = lib.functions[entry["name"]]
     x = kernels.random_inputs(program, 0)
@@ -293,14 +286,12 @@ def main(argv=None) -> int:
         worker_main(args.worker, not args.no_torch)
         return 0
 
-    from dojo_core.library import load
-    from dojo_core.records import machine_fingerprint
-    ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    ncpu = usable_cores()
     threads = [int(t) for t in args.threads.split(",")] if args.threads else sorted({1, ncpu or 1})
-    print(f"PerfDojo library vs numpy and PyTorch -- {libraries.cpu_model()}, {ncpu} cores, "
+    print(f"PerfDojo library vs numpy and PyTorch -- {cpu_model()}, {ncpu} cores, "
           f"fingerprint {machine_fingerprint()}")
     load_start = os.getloadavg()
-    print(f"load average at start: {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}")
+    print(f"load average at start: {load_text(load_start)}")
     if args.populate:
         populate()
     directory = Path(args.dir) if args.dir else ROOT / "var" / "bench-library"
@@ -313,7 +304,7 @@ def main(argv=None) -> int:
     workers = {t: Worker(t, not args.no_torch) for t in threads}
     hello = workers[threads[0]].hello
     print(f"numpy {hello['numpy']}, torch {hello['torch'] or hello['torch_error']}; removed from their "
-          f"environment: {', '.join(libraries.UNSET)}")
+          f"environment: {', '.join(UNSET)}")
     results = []
     try:
         for entry in entries:
@@ -329,14 +320,14 @@ def main(argv=None) -> int:
                 times = {"view": [], "numpy": [], "torch": []}
                 for _ in range(args.rounds):
                     lib.set_threads(t)
-                    times["view"].append(libraries._time_fn(view, args.min_time)["median_s"])
-                    time.sleep(libraries.PAUSE_S)
+                    times["view"].append(time_fn(view, args.min_time)["median_s"])
+                    time.sleep(PAUSE_S)
                     for name in ("numpy", "torch"):
                         if isinstance(checks[name], float):
                             answer = w.call(op="time", lib=name, min_time=args.min_time, **msg)
                             if answer["ok"]:
                                 times[name].append(answer["median_s"])
-                        time.sleep(libraries.PAUSE_S)
+                        time.sleep(PAUSE_S)
                 med = {k: statistics.median(v) if v else None for k, v in times.items()}
                 row = {"function": entry["name"], "kernel": entry["kernel"], "sizes": entry["sizes"],
                        "tuned": entry["tuned"], "steps": entry["steps"], "threads": t,
@@ -350,7 +341,7 @@ def main(argv=None) -> int:
         for w in workers.values():
             w.close()
     load_end = os.getloadavg()
-    print(f"load average at end: {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}")
+    print(f"load average at end: {load_text(load_end)}")
     if args.out:
         Path(args.out).write_text(json.dumps({"c_tests_passed": c_ok, "threads": threads,
                                               "results": results, "hello": hello}, indent=1, default=str))

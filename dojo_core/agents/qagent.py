@@ -1,4 +1,4 @@
-"""The learned Q-agent, in the spirit of PerfLLM (issue 7): registered as ``"q"``.
+"""The learned Q-agent, in the spirit of PerfLLM: registered as ``"q"``.
 
 A (state, action) pair is the row ``[state_features(s), state_features(s) -
 state_features(root), embedding(IR of s), action_features(s, a)]``; a Q-network (numpy MLP,
@@ -27,7 +27,8 @@ one for rewards, or a ``CostModelEvaluator`` for cheap rollouts).  ``search(...)
 twice, events, stop): best-first over Q, the next measurement is the untried (state, action)
 of highest Q among the ``frontier`` best measured states (epsilon: a random one), and the
 network (a copy: the agent itself is unchanged) keeps learning from the search's own
-measurements.  ``save(path)``/``load(path)``: ``.npz`` weights plus their configuration;
+measurements (``qagent_search.py``).  ``save(path)``/``load(path)``: ``.npz`` weights plus
+their configuration;
 ``QAgent(weights=...)``: ``"default"`` (the shipped ``data/qagent.npz``, trained by
 ``bench/qagent_transfer.py`` on the library without softmax, when present and fitting the
 embedder), a path, or None (untrained: it then learns from the search alone).
@@ -42,30 +43,22 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..kernels import load_kernel
+from ..printer import print_program
 from ..replay_cache import SHARED
 from .base import Agent, SearchResult
 from .embedding import HashedEmbedding
 from .features import (ACTION_DIM, FEATURE_DIM, MACRO_PREFIX, action_matrix, analyze,
                        state_features)
 from .macros import macro_moves
-from .search import searched_actions
+from .qagent_search import FAIL_REWARD, by_kind_choice, q_search
 from .qnetwork import (QNetwork, ReplayBuffer, Transition, max_reward_target,
                        single_threaded_blas)
+from .search import searched_actions
 
-FAIL_REWARD = -1.0
 # trained by: python bench/qagent_transfer.py --holdout softmax --episodes 32 --max-depth 4
 #                 --weights dojo_core/agents/data/qagent.npz
 DEFAULT_WEIGHTS = Path(__file__).resolve().parent / "data" / "qagent.npz"
 MAX_UNROLL = 32
-
-
-def _by_kind_choice(texts: list, rng: np.random.Generator) -> int:
-    """A random candidate, the kind drawn first (so that the many splits do not crowd out
-    the rarer moves)."""
-    kinds = sorted({t.split()[0] for t in texts})
-    kind = kinds[rng.integers(len(kinds))]
-    rows = [i for i, t in enumerate(texts) if t.split()[0] == kind]
-    return rows[rng.integers(len(rows))]
 
 
 class QAgent(Agent):
@@ -124,7 +117,6 @@ class QAgent(Agent):
 
     def encode(self, root_features: np.ndarray, program, texts: list) -> np.ndarray:
         """The input rows of (program, text) for every text: shape (len(texts), in_dim)."""
-        from ..printer import print_program
         s = state_features(program)
         emb = self.embedder.embed(print_program(program))
         state = np.concatenate([s, s - root_features, emb]).astype(np.float32)
@@ -188,12 +180,12 @@ class QAgent(Agent):
     def _pick_rows(self, texts, x, eps, rng, count) -> list:
         """``count`` distinct candidate rows: the first by Q (random with probability eps),
         the others drawn at random by kind."""
-        rows = [_by_kind_choice(texts, rng) if rng.random() < eps
+        rows = [by_kind_choice(texts, rng) if rng.random() < eps
                 else int(np.argmax(self.net.predict(x)))]
         for _ in range(8 * count):
             if len(rows) >= min(count, len(texts)):
                 break
-            row = _by_kind_choice(texts, rng)
+            row = by_kind_choice(texts, rng)
             if row not in rows:
                 rows.append(row)
         return rows
@@ -280,82 +272,7 @@ class QAgent(Agent):
     def search(self, root, evaluator, budget: int, *, seed: int = 0, on_event=None,
                should_stop=None) -> SearchResult:
         with single_threaded_blas():
-            return self._search(root, evaluator, budget, seed, on_event, should_stop)
-
-    def _search(self, root, evaluator, budget, seed, on_event, should_stop) -> SearchResult:
-        from .search import Session
-        rng = np.random.default_rng(seed)
-        session = Session(self.name, root, evaluator, budget, on_event, should_stop)
-        gpu = bool(getattr(evaluator, "gpu", False))
-        root_feats = state_features(root)
-        session.baseline()
-        net, target = QNetwork(1), QNetwork(1)
-        pool: dict = {}                     # steps -> [texts, rows, q, tried flags, step seqs]
-
-        def open_state(steps):
-            program = session.program(steps)
-            texts, seqs = self.moves(program, gpu)
-            rows = self.encode(root_feats, program, texts) if texts else None
-            pool[steps] = [texts, rows, None, np.zeros(len(texts), dtype=bool), seqs]
-
-        open_state(())
-        if self.net is None or not self.normalized:
-            if pool[()][1] is None:
-                return session.finish()
-            self._ensure_net(pool[()][1])
-        net.copy_from(self.net)
-        target.copy_from(self.net)
-        net._m = [np.zeros_like(p) for p in net.params]
-        net._v = [np.zeros_like(p) for p in net.params]
-        local = ReplayBuffer(max(64, budget))
-        updates = 0
-        while not session.done:
-            measured = [t for t in session.result.trials if t.median_s is not None
-                        and tuple(t.steps) in pool]
-            measured.sort(key=lambda t: (t.median_s, len(t.steps)))
-            choices = []
-            for t in measured[:self.frontier]:
-                entry = pool[tuple(t.steps)]
-                if entry[1] is None:
-                    continue
-                if entry[2] is None:
-                    entry[2] = net.predict(entry[1])
-                for i in np.flatnonzero(~entry[3]):
-                    choices.append((float(entry[2][i]), tuple(t.steps), int(i)))
-            if not choices:
-                break
-            if rng.random() < self.epsilon:
-                best_steps = choices[0][1]
-                texts = pool[best_steps][0]
-                open_rows = [i for i in range(len(texts)) if not pool[best_steps][3][i]]
-                pick = open_rows[_by_kind_choice([texts[i] for i in open_rows], rng)]
-                parent, row = best_steps, pick
-            else:
-                _, parent, row = max(choices, key=lambda c: c[0])
-            entry = pool[parent]
-            entry[3][row] = True
-            child = parent + entry[4][row]
-            trial = session.measure_one(child)
-            if trial is None:
-                continue                     # not fresh (same state or code): no cost
-            reward = session.reward(child)
-            next_x = None
-            if trial.median_s is not None:
-                open_state(child)
-                next_x = pool[child][1]
-            else:
-                reward = FAIL_REWARD
-            local.add(Transition(entry[1][row], reward, next_x))
-            for _ in range(self.online_updates):
-                batch = local.sample(self.batch, rng)
-                x = np.stack([t.x for t in batch])
-                net.fit_batch(x, self.td_targets(batch, target, net), self.lr)
-                updates += 1
-                if updates % self.target_every == 0:
-                    target.copy_from(net)
-            for e in pool.values():
-                e[2] = None                  # rescored lazily with the updated network
-        return session.finish()
+            return q_search(self, root, evaluator, budget, seed, on_event, should_stop)
 
     # ------------------------------------------------------------------ persistence
 
@@ -378,9 +295,7 @@ class QAgent(Agent):
     def load(cls, path, embedder=None) -> "QAgent":
         """An agent with the saved weights; ValueError when they do not fit this code's
         features or the given embedder."""
-        with np.load(path, allow_pickle=False) as data:
-            config = json.loads(str(data["config"]))
-            arrays = {k[4:]: data[k] for k in data.files if k.startswith("net_")}
+        config, arrays = _read_saved(path)
         agent = cls(**{k: config[k] for k in ("gamma", "hidden", "lr", "epsilon", "max_depth",
                                                "batch", "target_every", "frontier",
                                                "online_updates", "seed")}, embedder=embedder,
@@ -391,9 +306,7 @@ class QAgent(Agent):
     def load_weights(self, path) -> None:
         """Take the network of a saved agent (its other settings stay this agent's)."""
         try:
-            with np.load(path, allow_pickle=False) as data:
-                config = json.loads(str(data["config"]))
-                arrays = {k[4:]: data[k] for k in data.files if k.startswith("net_")}
+            config, arrays = _read_saved(path)
         except (OSError, KeyError, ValueError) as exc:
             raise ValueError(f"{path}: not Q-agent weights ({type(exc).__name__}: {exc})") from None
         self._install(path, config, arrays)
@@ -409,3 +322,11 @@ class QAgent(Agent):
         self.target = QNetwork(1)
         self.target.copy_from(self.net)
         self.normalized = True
+
+
+def _read_saved(path) -> tuple:
+    """(configuration, network arrays) of a file written by ``QAgent.save``."""
+    with np.load(path, allow_pickle=False) as data:
+        config = json.loads(str(data["config"]))
+        arrays = {k[4:]: data[k] for k in data.files if k.startswith("net_")}
+    return config, arrays
