@@ -1,8 +1,15 @@
 """IR -> canonical text. Guarantees parse(print_program(p)) == p for every Program whose
-names are valid identifiers, and print_program(parse(t)) is a fixed point."""
+names are valid identifiers, and print_program(parse(t)) is a fixed point.
+
+It also owns the names that actions use for the lines it prints (``line_refs``): a loop is
+named by its iterator, a local by its name, and an assignment by ``sN``, N counting the
+assignments of the program in textual order from 0 (``statement_ref``, the one definition
+of that rule)."""
 from __future__ import annotations
 
 import math
+import re
+from typing import NamedTuple
 
 from . import ir
 
@@ -117,3 +124,57 @@ def print_program(program: ir.Program) -> str:
     for stmt in program.body:
         lines.extend(print_stmt(stmt))
     return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- line refs
+
+STATEMENT_REF = re.compile(r"s(\d+)")
+
+
+def statement_ref(n: int) -> str:
+    """The name of the n-th assignment (from 0, textual order): ``sN``."""
+    return f"s{n}"
+
+
+def statement_number(ref: str):
+    """N for a name ``sN``, else None (the inverse of statement_ref)."""
+    m = STATEMENT_REF.fullmatch(ref)
+    return int(m.group(1)) if m else None
+
+
+class StatementLine(NamedTuple):
+    """A statement of a program and where print_program(program) puts it."""
+    line: int               # 1-based line of the statement (a loop's header)
+    stmt: object            # the ir.Loop, ir.Assign or ir.Local
+    ref: str                # its name: the iterator, the local's name, or sN
+    parents: tuple          # the enclosing loops, outermost first
+
+
+def statement_lines(program: ir.Program) -> list:
+    """Every statement of the program in textual order with its line in print_program(program)
+    and its name; computed from the tree, without printing or parsing (the printer puts the
+    doc comments, the kernel line, one line per array, a blank line, then one line per
+    statement, a loop's header before its body)."""
+    line = len(program.doc) + 1 + len(program.arrays) + (1 if program.body else 0)
+    out, n = [], 0
+
+    def walk(body, parents):
+        nonlocal line, n
+        for stmt in body:
+            line += 1
+            if isinstance(stmt, ir.Loop):
+                out.append(StatementLine(line, stmt, stmt.iterator, parents))
+                walk(stmt.body, parents + (stmt,))
+            elif isinstance(stmt, ir.Assign):
+                out.append(StatementLine(line, stmt, statement_ref(n), parents))
+                n += 1
+            elif isinstance(stmt, ir.Local):
+                out.append(StatementLine(line, stmt, stmt.name, parents))
+    walk(program.body, ())
+    return out
+
+
+def line_refs(program: ir.Program) -> dict:
+    """{line of print_program(program): name} for every loop header (its iterator), local
+    (its name) and assignment (``sN``): the names that actions use."""
+    return {s.line: s.ref for s in statement_lines(program)}

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ir
+from ..printer import statement_ref
 from ..transforms import REGISTRY, apply_step
 from ..transforms.base import NotApplicable
 from ..transforms.fission import uses_array
@@ -124,7 +125,7 @@ def distribute_steps(program) -> list:
     the contraction can become a perfect nest of its own."""
     b = Builder(program)
     for _ in range(16):
-        names = {id(s): f"s{i}" for i, s in enumerate(ir.assignments(b.program))}
+        names = {id(s): statement_ref(i) for i, s in enumerate(ir.assignments(b.program))}
         done = True
         for loop in ir.loops(b.program):
             body = loop.body

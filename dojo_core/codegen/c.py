@@ -41,6 +41,7 @@ from .. import ir
 from ..poly import const_value
 from . import c_vector, parallel
 from .c_math import streamable_arrays
+from .line_map import Origins
 from .c_expr import (CTYPES, ITEMSIZE, MUL, Buffer, ExprGen, Helpers, c_names, context_type,
                      paren, promote)
 from .targets import MVEC_FUNCTIONS, Target, get_target
@@ -78,13 +79,15 @@ class CGenerator:
         self.outlined = []          # static functions of parallel loops, callees first
         self.counter = 0
         self._streamable = None     # arrays whose vector stores may stream (streamable)
+        self.origins = Origins()    # the statement each line is generated for (line_map)
+        self.pieces = []            # the parts of the text, joined by newlines (line_map)
 
     def fresh(self, base: str) -> str:
         self.counter += 1
         return f"dojo_{base}{self.counter}"
 
     def emit(self, depth: int, text: str) -> None:
-        self.lines.append(INDENT * depth + text)
+        self.lines.append(self.origins.tag(INDENT * depth + text))
 
     # ------------------------------------------------------------------ program
 
@@ -115,6 +118,7 @@ class CGenerator:
         out += ["", f"void {self.function_name}({', '.join(params) or 'void'})", "{"]
         out += body
         out += ["}", ""]
+        self.pieces = out
         return "\n".join(out)
 
     def _banner(self) -> str:
@@ -157,15 +161,16 @@ class CGenerator:
     def block(self, body, depth: int) -> None:
         heap = []
         for stmt in body:
-            if isinstance(stmt, ir.Local):
-                self.local(stmt, depth, heap)
-            elif isinstance(stmt, ir.Assign):
-                for line in self.assign_lines(stmt):
-                    self.emit(depth, line)
-            elif isinstance(stmt, ir.Loop):
-                self.loop(stmt, depth)
-            else:
-                raise CodegenError(f"unknown statement {stmt!r}")
+            with self.origins.of(stmt):
+                if isinstance(stmt, ir.Local):
+                    self.local(stmt, depth, heap)
+                elif isinstance(stmt, ir.Assign):
+                    for line in self.assign_lines(stmt):
+                        self.emit(depth, line)
+                elif isinstance(stmt, ir.Loop):
+                    self.loop(stmt, depth)
+                else:
+                    raise CodegenError(f"unknown statement {stmt!r}")
         for cname in reversed(heap):
             self.emit(depth, f"free({cname});")
 
@@ -255,9 +260,10 @@ class CGenerator:
             # region's closing barrier publishes them
             pad = INDENT * depth
             inner = [INDENT + line for line in self.lines[start + 1:]]
-            self.lines[start:] = [pad + "#pragma omp parallel", pad + "{",
-                                  pad + INDENT + "#pragma omp for nowait"] + inner + \
-                                 [pad + INDENT + "dojo_sfence();", pad + "}"]
+            tag = self.origins.tag
+            self.lines[start:] = [tag(pad + "#pragma omp parallel"), tag(pad + "{"),
+                                  tag(pad + INDENT + "#pragma omp for nowait")] + inner + \
+                                 [tag(pad + INDENT + "dojo_sfence();"), tag(pad + "}")]
 
     def extent(self, stmt):
         lo, hi = const_value(stmt.lo, self.sizes), const_value(stmt.hi, self.sizes)
@@ -306,6 +312,7 @@ class CGenerator:
             post.append(f"{target} = {var};")
             self.ex.buffers[var] = Buffer(var, var, buf.dtype, (), True)
             body[k] = ir.Assign(ir.Access(var), assign.op, assign.value)
+            self.origins.alias(body[k], assign)
             op = {"+=": "+", "*=": "*", "max=": "max", "min=": "min"}[assign.op]
             clauses.append(f"reduction({op}:{var})")
         if pre:

@@ -313,7 +313,7 @@ class VectorLowering:
         if start < hi:
             lines.append(f"for (int64_t {it} = {start}; {it} < {hi}; ++{it}) {{")
             for stmt in loop.body:
-                lines += ["  " + s for s in gen.assign_lines(stmt)]
+                lines += ["  " + gen.origins.tag(s, stmt) for s in gen.assign_lines(stmt)]
             lines.append("}")
         if self._hoisted:
             lines = ["{"] + ["  " + h for h in self._hoisted] + ["  " + x for x in lines] + ["}"]
@@ -352,11 +352,11 @@ class VectorLowering:
                     ptr = f"&{gen.ex.lvalue(target)}"
                     cur = f"{self._helper('load', T, lanes)}({ptr})"
                     value = self._combine(stmt.op, cur, code, T, lanes)
-                    out.append(f"{self._store(stmt, T, lanes)}({ptr}, {value});")
+                    out.append(gen.origins.tag(f"{self._store(stmt, T, lanes)}({ptr}, {value});", stmt))
                 else:
                     acc = reds[r][2][u]
                     r += 1
-                    out.append(f"{acc} = {self._combine(stmt.op, acc, code, T, lanes)};")
+                    out.append(gen.origins.tag(f"{acc} = {self._combine(stmt.op, acc, code, T, lanes)};", stmt))
             return out
 
         def run(lo: int, hi: int, step: int, parts: int, pad: str) -> list:
@@ -364,7 +364,7 @@ class VectorLowering:
             out = [f"{pad}#pragma GCC unroll {n}"] if 1 < n and n * parts <= 16 else []
             out.append(f"{pad}for (int64_t {it} = {lo}; {it} < {hi}; {it} += {step}) {{")
             for u in range(parts):
-                out += [f"{pad}  {b}" for b in body(u)]
+                out += [pad + "  " + b for b in body(u)]
             out.append(f"{pad}}}")
             return out
 
@@ -376,7 +376,8 @@ class VectorLowering:
                 {"+=": "0", "*=": "1", "max=": f"INT{8 * ITEMSIZE[T]}_MIN",
                  "min=": f"INT{8 * ITEMSIZE[T]}_MAX"}[stmt.op]
             init = f"{self._helper('splat', T, lanes)}({ident})"
-            lines.append(f"  {self.vt(T, lanes)} " + ", ".join(f"{a} = {init}" for a in accs) + ";")
+            lines.append(gen.origins.tag(f"  {self.vt(T, lanes)} " + ", ".join(f"{a} = {init}" for a in accs) + ";",
+                                         stmt))
         mid = start + (count // nacc) * nacc * lanes
         lines += run(start, mid, nacc * lanes, nacc, "  ")
         if mid < end:
@@ -386,15 +387,17 @@ class VectorLowering:
             while step < len(accs):             # pairwise: acc0 op= acc1, acc2 op= acc3, ...
                 for k in range(0, len(accs) - step, 2 * step):
                     a, b = accs[k], accs[k + step]
-                    lines.append(f"  {a} = {self._combine(stmt.op, a, (b, PRIMARY), T, lanes)};")
+                    lines.append(gen.origins.tag(f"  {a} = {self._combine(stmt.op, a, (b, PRIMARY), T, lanes)};",
+                                                 stmt))
                 step *= 2
             h = {"+=": "hsum", "*=": "hprod", "max=": "hmax", "min=": "hmin"}[stmt.op]
             red = f"{self._helper(h, T, lanes)}({accs[0]})"
             target = gen.ex.lvalue(stmt.target)
             if stmt.op in ("+=", "*="):
-                lines.append(f"  {target} {stmt.op} {red};")
+                lines.append(gen.origins.tag(f"  {target} {stmt.op} {red};", stmt))
             else:
-                lines.append(f"  {target} = {self._scalar(stmt.op[:3], T)}({target}, {red});")
+                lines.append(gen.origins.tag(f"  {target} = {self._scalar(stmt.op[:3], T)}({target}, {red});",
+                                             stmt))
         lines.append("}")
         return lines
 

@@ -33,6 +33,7 @@ import re
 
 from .. import ir
 from ..deps import dependences, same
+from ..printer import statement_ref
 from .base import Transformation
 from .util import (declared_names, find_loop, find_ref, fresh, loops_around, replace_at,
                    substitute_stmts, with_body)
@@ -67,7 +68,8 @@ def stmt_refs(program) -> dict:
     iterators = {s.iterator for s in stmts if isinstance(s, ir.Loop)}
     for s in stmts:
         if isinstance(s, ir.Assign):
-            out[id(s)] = f"s{n}" if f"s{n}" not in iterators else None
+            ref = statement_ref(n)
+            out[id(s)] = ref if ref not in iterators else None
             n += 1
         elif isinstance(s, ir.Loop):
             out[id(s)] = s.iterator

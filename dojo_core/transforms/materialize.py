@@ -16,6 +16,7 @@ The name defaults to `t` (then t2, t3, ...); `inline NAME` undoes the step.
 from __future__ import annotations
 
 from .. import ir
+from ..printer import statement_ref
 from . import scope
 from .base import Transformation
 from .util import find_ref, replace_at
@@ -42,7 +43,7 @@ class Materialize(Transformation):
         for n, a in enumerate(ir.assignments(program)):
             if not _plain(a.value):
                 name = name or scope.default_name(program, "t")
-                yield f"s{n}", name
+                yield statement_ref(n), name
 
     def check(self, program, params):
         ref, name = params

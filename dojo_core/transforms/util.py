@@ -7,8 +7,7 @@ import re
 from .. import ir
 from ..affine import simplify, substitute_index
 from ..poly import const_value
-
-STMT_REF = re.compile(r"^s(\d+)$")
+from ..printer import statement_number, statement_ref
 
 
 def find_loop(program, name: str):
@@ -32,10 +31,9 @@ def find_ref(program, ref: str):
     loop, path = find_loop(program, ref)
     if loop is not None:
         return loop, path
-    m = STMT_REF.match(ref)
-    if not m:
+    want = statement_number(ref)
+    if want is None:
         return None, None
-    want = int(m.group(1))
     count = [0]
 
     def go(body, path):
@@ -58,7 +56,7 @@ def ref_of(program, stmt) -> str:
         return stmt.iterator
     for n, a in enumerate(ir.assignments(program)):
         if a is stmt:
-            return f"s{n}"
+            return statement_ref(n)
     raise KeyError(stmt)
 
 
@@ -111,7 +109,7 @@ def declared_names(program) -> set:
 
 def reserved(name: str) -> bool:
     """Names of the form s<digits> are statement references, never iterator names."""
-    return STMT_REF.match(name) is not None
+    return statement_number(name) is not None
 
 
 def fresh(taken: set, base: str, start: int = 2) -> str:
