@@ -16,6 +16,10 @@ The public API — what the web app, the runner, the agents and the command line
     measure(program, inputs, ...) compile, run and time the C code (seconds per call)
     program_hash(program)         the identity of a program's semantics and schedule
 
+and, for tools that show programs: parse (text -> unchecked Program, located errors),
+statement_lines, refs_in / ref_kind (the names an action mentions), DojoLexer (Pygments),
+MAX_STEPS (the most steps a schedule may have, in a history or a job).
+
 Importing this package is cheap: each name loads its module on first use.
 """
 from __future__ import annotations
@@ -34,6 +38,12 @@ _EXPORTS = {
     "generate": ("codegen", "generate"),
     "measure": ("harness", "measure"),
     "program_hash": ("records", "program_hash"),
+    "parse": ("parser", "parse"),
+    "statement_lines": ("printer", "statement_lines"),
+    "refs_in": ("transforms", "refs_in"),
+    "ref_kind": ("transforms", "ref_kind"),
+    "DojoLexer": ("highlight", "DojoLexer"),
+    "MAX_STEPS": ("steps", "MAX_STEPS"),
     "DojoError": ("errors", "DojoError"),
     "NotApplicable": ("transforms", "NotApplicable"),
 }

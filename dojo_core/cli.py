@@ -7,7 +7,7 @@ Commands
     apply   FILE --steps S [--size ...]               like print; the steps must all be legal
     run     FILE [--steps S] --inputs IN.npz --out OUT.npz [--backend interp|c] [--size ...]
     codegen FILE [--steps S] --target c|cuda [--isa NAME] [--size ...]   the generated source
-    bench   FILE [--steps S] [--size ...] [--threads T] [--min-time S] [--flush] [--isa NAME]
+    bench   FILE [--steps S] [--size ...] [--threads T] [--min-time S] [--flush] [--baseline] [--isa NAME]
             compile, verify against the untransformed kernel, time; one JSON object
     bench   ... --record [FILE.jsonl]                 also append the measurement to a record store
     library build --target T --out DIR [--records FILE.jsonl | --server URL]
@@ -192,7 +192,7 @@ def cmd_bench(args) -> int:
     result = {
         "kernel": program.name, "sizes": sizes, "steps": args.steps,
         "median_s": med, "min_s": timing["min_s"], "max_s": timing["max_s"],
-        "reps": timing["reps"],
+        "q1_s": timing.get("q1_s"), "q3_s": timing.get("q3_s"), "reps": timing["reps"],
         "gflops": flops / med / 1e9 if flops is not None and med > 0 else None,
         "gbytes_per_s": nbytes / med / 1e9 if nbytes is not None and med > 0 else None,
         "verified": check["verified"], "verified_against": check["reference"],
@@ -203,6 +203,12 @@ def cmd_bench(args) -> int:
     }
     if result["max_error"] == float("inf"):
         result["max_error"] = None          # NaN/inf mismatch or wrong shape
+    if args.baseline:
+        with c_errors(args.file):
+            base = harness.measure(reference, inputs, min_time=args.min_time, threads=args.threads,
+                                   flush_cache=args.flush, target=target, timeout=args.timeout)
+        result["baseline"] = {k: base.get(k) for k in ("median_s", "min_s", "max_s", "q1_s", "q3_s",
+                                                        "reps", "threads")}
     if args.record is not None:
         _append_record(args, reference, program, entry, timing, check, lib, target)
     _write(json.dumps(result))
@@ -279,6 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-time", metavar="S", type=float, default=0.2,
                    help="time at least this many seconds (default 0.2)")
     p.add_argument("--flush", action="store_true", help="flush the caches before every call")
+    p.add_argument("--baseline", action="store_true",
+                   help="also time the untransformed kernel in this run (the result's \"baseline\")")
     p.add_argument("--timeout", metavar="S", type=float, default=300,
                    help="give up a measurement after S seconds (default 300)")
     p.add_argument("--isa", metavar="NAME", help="C target ISA (default: this machine's)")

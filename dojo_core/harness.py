@@ -3,7 +3,7 @@
     build(program, target=None, opt=None) -> Library       compile (cached) and load
     run_c(program, inputs, ...) -> outputs                   same contract as interp.run
     measure(program, inputs, min_time=0.2, min_reps=3, warmup=1, threads=None,
-            flush_cache=False, timeout=120) -> dict(median_s, min_s, max_s, reps, threads)
+            flush_cache=False, timeout=120) -> dict(median_s, min_s, max_s, q1_s, q3_s, reps, threads)
     verify(program, reference_program, inputs, ...) -> dict(verified, reference, errors)
 
 ``run_c``: inputs are checked like the interpreter checks them (every in/inout array,
@@ -257,8 +257,9 @@ def _time_in_process(dll, arrays, min_time, min_reps, warmup, threads, flush_cac
     first = max(timed(1)[0], 1e-9)
     reps = int(min(MAX_REPS, max(min_reps, math.ceil(min_time / first))))
     times = timed(reps)
+    q1, _, q3 = statistics.quantiles(times, n=4) if len(times) > 1 else (times[0], None, times[0])
     return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times),
-            "reps": reps, "threads": nthreads}
+            "q1_s": q1, "q3_s": q3, "reps": reps, "threads": nthreads}
 
 
 # --------------------------------------------------------------------------- public API

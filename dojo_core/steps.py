@@ -20,6 +20,8 @@ from .errors import DojoError
 from .replay_cache import SHARED
 from .source import read_text, source_lines
 
+MAX_STEPS = 2000        # the most steps a schedule may have (a history, a job, a steps file)
+
 
 def parse_steps(text: str) -> list[tuple[int, str]]:
     """(lineno, step text) for each non-blank, non-comment line of text."""

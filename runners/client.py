@@ -115,11 +115,13 @@ class Client:
 
     # the protocol ---------------------------------------------------------------------------
     def register(self, token: str, name: str | None, labels, hardware: dict, sandbox: dict,
-                 patience=120.0, secret: str | None = None) -> dict:
+                 patience=120.0, secret: str | None = None, peaks: dict | None = None) -> dict:
         body = {"token": token, "name": name, "labels": list(labels or []),
                 "hardware": hardware, "sandbox": sandbox}
         if secret:
             body["secret"] = secret
+        if peaks:
+            body["peaks"] = peaks
         return self.request("POST", "/api/runners/register", body, patience)
 
     def heartbeat(self, current_job=None, patience=10.0) -> dict:

@@ -1,6 +1,8 @@
 """The runner daemon: ``python -m runners --server URL --token TOKEN [--name NAME] [--labels a,b]``.
 
-1. Fingerprints the hardware and probes the sandbox's network isolation.
+1. Fingerprints the hardware, probes the sandbox's network isolation and measures the
+   machine's FMA and memory-bandwidth peaks (``runners.peaks``; once per machine, kept in
+   the state dir; not for an emulated runner, whose times are no measurement).
 2. Registers with the server using the registration token, and receives its
    name, secret, Celery queue and broker (stored with mode 0600 under
    ``--state-dir``, so a restart without a token reuses them).
@@ -31,7 +33,7 @@ import sys
 import threading
 import time
 
-from . import hardware, sandbox
+from . import hardware, peaks, sandbox
 
 ROOT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # PYTHONPATH of the benchmark
 from .client import Client, Refused, Unreachable
@@ -67,6 +69,9 @@ def parse_args(argv=None):
     p.add_argument("--claim-after", type=float, default=0.1,
                    help="seconds a job runs before it is claimed; a job that ends sooner is "
                         "claimed with its result (default 0.1)")
+    p.add_argument("--peaks", choices=("cached", "measure", "off"), default="cached",
+                   help="the FMA and bandwidth peaks sent at registration: measured once and kept "
+                        "in the state dir (cached), measured anew (measure), or none (off)")
     p.add_argument("--log-level", default=os.environ.get("DOJO_RUNNER_LOG", "INFO"))
     return p.parse_args(argv)
 
@@ -113,8 +118,10 @@ class Daemon:
         path = self._creds_path()
         if self.args.token:
             client = Client(self.args.server, stop=self.stop)
+            measured = (None if self.args.emulate or self.args.peaks == "off"
+                        else peaks.cached(self.state_dir, hw, fresh=self.args.peaks == "measure"))
             creds = client.register(self.args.token, self.args.name, labels, hw, sandbox_info,
-                                    secret=self._stored_secret(path))
+                                    secret=self._stored_secret(path), peaks=measured)
         else:
             try:
                 with open(path) as f:

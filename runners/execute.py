@@ -11,7 +11,9 @@ and nothing is reported, which makes duplicate deliveries harmless.
 
 The benchmark is ``python -m dojo_core bench kernel.dojo --steps job.steps ...``
 in a fresh temporary directory under the sandbox (``runners.sandbox``); its JSON
-line becomes the result.  An emulated runner (``cfg["emulate"]``: a foreign target)
+line becomes the result.  A job with ``options.baseline`` (and steps) adds ``--baseline``:
+the untransformed kernel is timed in the same run, on the same machine, as the result's
+``baseline`` (a speedup's denominator, webapp/runners/results.py).  An emulated runner (``cfg["emulate"]``: a foreign target)
 runs ``python -m runners.emulated kernel.dojo --isa TARGET ...`` instead: a
 correctness check under qemu-user whose result has ``emulated``, ``emulator`` and
 ``verdict`` ("correct on arm-sve (emulated)") and never a time.
@@ -37,7 +39,8 @@ from .client import Client, Refused, Unreachable
 log = logging.getLogger("runners.execute")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULT_KEYS = ("median_s", "min_s", "max_s", "reps", "gflops", "gbytes_per_s", "verified",
+RESULT_KEYS = ("median_s", "min_s", "max_s", "q1_s", "q3_s", "reps", "gflops", "gbytes_per_s",
+               "baseline", "verified",
                "verified_against", "max_error", "target", "compiler", "flags", "threads",
                "compile_s", "emulated", "emulator", "verdict")
 
@@ -101,6 +104,8 @@ def bench_command(spec: dict, python: str | None = None) -> list:
         cmd += ["--threads", str(int(opts["threads"]))]
     if opts.get("flush"):
         cmd += ["--flush"]
+    if opts.get("baseline") and spec.get("steps"):
+        cmd += ["--baseline"]
     sizes = spec.get("sizes") or {}
     if sizes:
         cmd += ["--size", *(f"{k}={int(v)}" for k, v in sizes.items())]
