@@ -79,6 +79,20 @@ def stop_runner(runner) -> None:
         runner.wait()
 
 
+ROOT_WORKER_WARNING = "You're running the worker with superuser privileges"
+
+
+def quiet_children() -> None:
+    """The processes started from here (server, local runner, agents worker) inherit a
+    warnings filter for Celery's warning that its worker runs as root (a container's
+    usual user, and the one of these machines), which each worker would print at start
+    in ten lines; this process says it once."""
+    if getattr(os, "geteuid", lambda: -1)() == 0:
+        print("note: running as root; the local runner and agents worker run as root too", file=sys.stderr)
+        filters = [f for f in os.environ.get("PYTHONWARNINGS", "").split(",") if f]
+        os.environ["PYTHONWARNINGS"] = ",".join(filters + [f"ignore:{ROOT_WORKER_WARNING}"])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m webapp.launch", description=__doc__.splitlines()[0])
     parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -93,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     migrate()
+    quiet_children()
     from django.conf import settings
 
     cmd = [sys.executable, "-m", "webapp.serve", "-b", args.host, "-p", str(args.port), "webapp.asgi:application"]

@@ -6,10 +6,20 @@ all headers pass 16 KiB.  Here both limits are HEADER_WIRE_LIMIT and both answer
 JSON: 431 for a line too long, 400 for headers too large in all.  Requests under that
 reach Django, where webapp.api.limits answers 431 past DOJO_MAX_HEADER_BYTES.
 The GIL switch interval is 1 ms, so that CPU-bound requests delay the others less.
+
+The access log has one line per request a person or client made (QuietAccessLog): the
+runner protocol's heartbeats and job traffic, the agents' progress pushes, polls of a
+job's or agent run's state, static files and websocket connects and disconnects are left
+out unless they fail (status 400 and up; a refused websocket).  DOJO_ACCESS_LOG=all logs
+every request as daphne does, DOJO_ACCESS_LOG=off none.
 """
 from __future__ import annotations
 
 import json
+import os
+import re
+
+from daphne.access import AccessLogGenerator       # no reactor: daphne.server is imported in main()
 
 HEADER_WIRE_LIMIT = 64 * 1024
 
@@ -51,14 +61,37 @@ def bound_headers() -> None:
     http.HTTPChannel._respondToBadRequestAndDisconnect = bad_request
 
 
+QUIET_PATHS = re.compile(r"^/(?:static/|favicon|api/runners/(?:heartbeat|bye|jobs/)|api/agents/\d+/notify)")
+QUIET_POLLS = re.compile(r"^/api/(?:jobs|agents)/\d+/?$")      # GET: a job's or agent run's state, polled
+
+
+class QuietAccessLog(AccessLogGenerator):
+    """daphne's access log without the background traffic (see the module docstring)."""
+
+    def __call__(self, protocol, action, details):
+        if protocol == "websocket" and action != "rejected":
+            return
+        if protocol == "http" and action == "complete" and (details.get("status") or 0) < 400:
+            path = details.get("path") or ""
+            if QUIET_PATHS.match(path) or (details.get("method") == "GET" and QUIET_POLLS.match(path)):
+                return
+        super().__call__(protocol, action, details)
+
+
 def main() -> None:
     import sys
     # the GIL changes hands every 1 ms instead of 5: a thread busy checking a kernel delays
     # the other requests' threads less
     sys.setswitchinterval(0.001)
+    import daphne.server  # noqa: F401  (installs its asyncio reactor before twisted's default one)
     bound_headers()
-    from daphne.cli import CommandLineInterface
-    CommandLineInterface.entrypoint()
+    from daphne import cli
+    mode = os.environ.get("DOJO_ACCESS_LOG", "quiet").lower()
+    if mode == "off":
+        sys.argv[1:1] = ["-v", "0"]
+    elif mode != "all":
+        cli.AccessLogGenerator = QuietAccessLog
+    cli.CommandLineInterface.entrypoint()
 
 
 if __name__ == "__main__":

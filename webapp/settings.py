@@ -118,12 +118,45 @@ STATIC_ROOT.mkdir(exist_ok=True)                 # WhiteNoise warns on every sta
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
+_LOG_LEVEL = os.environ.get("DOJO_LOG_LEVEL", "WARNING").upper()
+if _LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    _LOG_LEVEL = "WARNING"
+
+
+def _not_noise(record) -> bool:
+    """False for warnings that say nothing here: kombu's "No hostname was supplied" on
+    every connection to the embedded (file system) broker."""
+    return not (record.name == "kombu.connection" and record.getMessage().startswith("No hostname was supplied"))
+
+
+# Warnings and errors only, one line each with where they come from.  The server's access
+# log leaves out background traffic (webapp/serve.py, DOJO_ACCESS_LOG=quiet|all|off); the
+# runner and agents worker log at WARNING (DOJO_RUNNER_LOG, DOJO_AGENT_LOG).
+# DOJO_LOG_LEVEL=INFO shows more.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": "WARNING"},
+    "formatters": {"short": {"format": "%(levelname)s %(name)s: %(message)s"}},
+    "filters": {"not_noise": {"()": "django.utils.log.CallbackFilter", "callback": _not_noise}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "short", "filters": ["not_noise"]}},
+    "root": {"handlers": ["console"], "level": _LOG_LEVEL},
+    "loggers": {
+        # Django's INFO records (django.server, django.channels...) and daphne's
+        # per-connection chatter stay out even at DOJO_LOG_LEVEL=INFO; errors go to the root
+        "django": {"level": "WARNING"},
+        # a refused request (4xx) already has its access-log line; a server error keeps its traceback
+        "django.request": {"level": "ERROR"},
+        "daphne": {"level": "WARNING"},
+    },
 }
+
+# Sign-up refuses short, common, all-numeric and username-like passwords, with the reason.
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 
 # --- Runners and jobs (webapp/runners/conf.py) -------------------------------------------
 # Embedded (default): safefs:// broker in STATE_DIR/broker, in-memory channel layer,

@@ -88,7 +88,7 @@ def test_gallery_new_session_click_loop_apply_diff_undo_share_fork(server, conte
 
     # the shared URL in a fresh browser context (another, anonymous visitor)
     share = page.locator("#share-url").input_value()
-    assert share == f"{server.url}/s/{sid}/"
+    assert share == f"{server.url}/s/{sid}/?step=2"                 # the link carries the viewed step
     other_ctx = browser.new_context(viewport={"width": 1440, "height": 1000})
     other_ctx.set_default_timeout(15000)
     other = other_ctx.new_page()

@@ -1,6 +1,11 @@
 """The account pages.  Guarantees: signing up or in hands the anonymous sessions this
 browser created to the user (``histories.services.adopt``); ``next`` is followed only
-to a path on this site; the account page needs a signed-in user (else the login page)."""
+to a path on this site; the account page needs a signed-in user (else the login page);
+sign-up checks the password with AUTH_PASSWORD_VALIDATORS and says why one is refused.
+
+Token changes are post/redirect/get: a POST makes (or revokes) a token and redirects to
+the account page, which shows a new token's secret once (kept in the browser session
+until that page is shown), so reloading the page never makes a second token."""
 from __future__ import annotations
 
 from urllib.parse import urlencode
@@ -19,6 +24,7 @@ from webapp.histories.models import Session
 from webapp.histories.services import OWNED_KEY
 
 ACCOUNT_SESSIONS = 100
+NEW_TOKEN_KEY = "dojo_new_api_token"     # browser-session slot of a token made, until shown
 
 
 def _local(url: str) -> str:
@@ -58,15 +64,25 @@ def signup(request):
 def account(request):
     if not request.user.is_authenticated:
         return redirect(f"{reverse('login')}?{urlencode({'next': '/accounts/'})}")
-    new_token = None
     if request.method == "POST":
         if request.POST.get("revoke"):
-            ApiToken.objects.filter(user=request.user, id=request.POST["revoke"]).update(revoked=True)
+            revoked = ApiToken.objects.filter(user=request.user, id=_token_id(request.POST["revoke"]),
+                                              revoked=False).update(revoked=True)
+            if revoked:
+                messages.info(request, "Token revoked.")
         else:
-            _tok, new_token = ApiToken.issue(request.user, request.POST.get("note", ""))
-    elif request.method != "GET":
+            _tok, raw = ApiToken.issue(request.user, request.POST.get("note", "")[:100])
+            request.session[NEW_TOKEN_KEY] = raw
+        return redirect(reverse("account"))
+    if request.method != "GET":
         return HttpResponseNotAllowed(["GET", "POST"])
     return render(request, "registration/account.html", {
         "tokens": ApiToken.objects.filter(user=request.user, revoked=False),
-        "new_token": new_token,
+        "new_token": request.session.pop(NEW_TOKEN_KEY, None),
         "sessions": Session.objects.filter(owner=request.user).order_by("-updated")[:ACCOUNT_SESSIONS]})
+
+
+def _token_id(raw: str):
+    """The token id of a revoke form; None (revokes nothing) when it is not an integer."""
+    raw = raw.strip()
+    return int(raw) if raw.isdigit() and len(raw) < 19 else None

@@ -54,6 +54,8 @@ def records() -> Iterator[dict]:
         except Refusal:
             continue
         result = job.result if isinstance(job.result, dict) else {}
+        if result.get("imported_from"):
+            continue            # a copy made by a fork or an import: the original is a record
         parent = steps[step.parent] if step.parent is not None else None
         yield {
             "kernel": session.kernel or None, "sizes": session.sizes, "source_hash": text_hash(session.source),

@@ -7,7 +7,9 @@ state (steps from the run's start step) it
    (an existing child is reused, so shared prefixes are shared steps and a new branch is
    an ordinary branch of the tree), announcing new steps to the open page at once;
 2. submits a benchmark job of that step on the run's runner (name, label or any), as the
-   editor's Run button does;
+   editor's Run button does, in the batch ``agent-RUN`` (its speedups divide medians of that
+   batch: the root is its first state, or is timed inside its first job when it starts
+   elsewhere);
 3. waits for the job in the database (polled every ``poll_s``; the job's own timeout,
    attempts and the reaper decide how long), and turns its result into a ``Measurement``.
 
@@ -102,8 +104,10 @@ class HistoryEvaluator:
         runner = self.run.runner or "any"
         try:
             index = self.step_index(steps)
+            first_off_root = self.jobs_submitted == 0 and self.run.start_step != 0
             job = submit_step(self.session, self.actor, index, self.run.runner or None,
-                            self.run.job_options or None)
+                              self.run.job_options or None, batch=f"agent-{self.run.id}",
+                              baseline=first_off_root)
         except Refusal as r:
             return None, Measurement(None, verified=False, error=r.reason, runner=runner)
         self.jobs_submitted += 1

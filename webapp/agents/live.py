@@ -26,9 +26,11 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.template.loader import render_to_string
 
-from webapp.histories import integration, services
+from webapp.histories import integration
 from webapp.histories.models import Session
-from webapp.histories.present import fmt_time, history_tree
+from webapp.histories.present import fmt_time
+from webapp.histories.tree import tree_oob_html
+from webapp.runners.results import fmt_speedup
 
 from .models import AgentRun
 
@@ -84,26 +86,34 @@ def push(run_id: int) -> None:
 
 # ============================================================================ rendering
 
-def run_view(run) -> dict:
-    """What the run list shows of one run."""
+def best_job(run):
+    """The job that measured the run's best step (its fastest trial there), or None."""
+    trials = [t for t in run.trials or [] if t.get("step") == run.best_step and t.get("job")
+              and isinstance(t.get("median_s"), (int, float))]
+    return min(trials, key=lambda t: t["median_s"])["job"] if trials else None
+
+
+def run_view(run, speedups: dict | None = None) -> dict:
+    """What the run list shows of one run.  Its speedup is the best step's job's speedup by
+    the results table's definition (``speedups``: ``integration.speedups_by_job``)."""
+    speedup = (speedups or {}).get(best_job(run))
     return {"id": run.id, "agent": run.agent, "state": run.state, "final": run.final,
             "budget": run.budget, "measured": run.measurements, "runner": run.runner or "any runner",
             "start_step": run.start_step, "stop_requested": run.stop_requested, "error": run.error,
             "best_step": run.best_step, "best_time": fmt_time(run.best_median_s) if run.best_median_s else "",
-            "speedup": f"{run.speedup:.2f}×" if run.speedup else ""}
+            "speedup": fmt_speedup(speedup)}
 
 
 def runs_context(session) -> dict:
-    runs = [run_view(r) for r in AgentRun.latest(session)]
+    speedups = integration.speedups_by_job(
+        integration.with_speedups(integration.results_by_step(integration.jobs_for(session.id))))
+    runs = [run_view(r, speedups) for r in AgentRun.latest(session)]
     return {"session": session, "runs": runs, "active": any(not r["final"] for r in runs)}
 
 
 def tree_html(session) -> str:
-    steps = services.steps_of(session)
-    results = integration.with_speedups(integration.results_by_step(integration.jobs_for(session.id)))
-    current = session.current if session.current in steps else 0
-    return render_to_string("agents/_tree_oob.html", {
-        "session": session, "tree": history_tree(steps, current, current, results)})
+    """The history tree (agent runs as run nodes) and the step count as out-of-band swaps."""
+    return tree_oob_html(session)
 
 
 def render_update(sid: str, event: dict | None = None) -> str:

@@ -18,8 +18,9 @@ Guarantees:
   it (403 otherwise; 401 with no credentials).
 * ``submit_step`` (the editor's Benchmark button and POST /api/sessions/ID/steps/N/benchmark)
   queues a step of a history for its owner only (403), after the step still replays (409);
-  503 when benchmarking is not available, 409 when no online runner matches, 400 for any
-  other bad request, 429 over the session's quota.  It returns the job's dict.
+  503 when benchmarking is not available, 409 when no online runner matches or the step
+  binds loops to the GPU (runners time C code, where the binds do nothing; the reason says
+  so), 400 for any other bad request, 429 over the session's quota.  It returns the job's dict.
 """
 from __future__ import annotations
 
@@ -144,8 +145,13 @@ def cancel(actor, job_id: int) -> Job:
     return runners.cancel(job)
 
 
-def submit_step(session, actor, index, runner, options=None) -> dict:
-    """Benchmark step ``index`` of ``session`` on ``runner`` (a name or label; None: any)."""
+def submit_step(session, actor, index, runner, options=None, batch: str | None = None,
+                baseline: bool | None = None) -> dict:
+    """Benchmark step ``index`` of ``session`` on ``runner`` (a name or label; None: any).
+
+    ``batch`` groups the jobs of one agent run; None: the job is a batch of its own.
+    ``baseline`` (default: a job of its own batch that is not the root) times the root in
+    the same job, so that its speedup divides two medians of one run on one runner."""
     histories.require_owner(session, actor)
     steps = histories.steps_of(session)
     step = histories.get_step(session, index, steps)
@@ -155,9 +161,13 @@ def submit_step(session, actor, index, runner, options=None) -> dict:
         raise Refusal(503, integration.NOT_AVAILABLE)
     check_quota(session_id=session.id)
     source = _library_source(session) or session.source
+    if baseline is None:
+        baseline = batch is None
+    if baseline and step.index != 0 and texts:
+        options = {**(options or {}), "baseline": True}
     try:
         return integration.submit(source, texts, session.sizes, runner or None,
-                                  session.kernel, session.id, step.index, options)
+                                  session.kernel, session.id, step.index, options, batch=batch)
     except integration.Unavailable as exc:
         raise Refusal(503, str(exc)) from None
     except runners.NoRunner as exc:

@@ -77,7 +77,9 @@ def schemas() -> dict:
             "options": {"type": "object", "nullable": True, "properties": {
                 "min_time": {"type": "number"}, "timeout_s": {"type": "number"},
                 "threads": {"type": "integer"}, "flush": {"type": "boolean"},
-                "dry_run": {"type": "boolean"}}}}},
+                "dry_run": {"type": "boolean"},
+                "baseline": {"type": "boolean", "description": "also time the untransformed kernel in "
+                             "the same run (the result's baseline)"}}}}},
         "Job": {"type": "object", "required": ["id", "state"], "properties": {
             "id": {"type": "integer"}, "job": {"type": "integer"}, "url": {"type": "string"},
             "state": {"type": "string", "enum": ["queued", "running", "done", "failed", "lost", "cancelled"]},
@@ -88,9 +90,13 @@ def schemas() -> dict:
             "created": nullable_str, "started": nullable_str, "finished": nullable_str,
             "heartbeat": nullable_str, "result": {"type": "object", "nullable": True},
             "error": nullable_str, "session_id": nullable_str,
-            "step_index": {"type": "integer", "nullable": True}, "program_hash": nullable_str}},
+            "step_index": {"type": "integer", "nullable": True}, "program_hash": nullable_str,
+            "batch": {"type": "string", "nullable": True,
+                      "description": "jobs measured together; speedups divide medians of one batch"}}},
         "Register": {"type": "object", "required": ["token"], "properties": {
             "token": {"type": "string"}, "name": nullable_str, "secret": {"type": "string"},
             "labels": {"type": "array", "items": {"type": "string"}},
-            "hardware": {"type": "object"}, "sandbox": {"type": "object", "nullable": True}}},
+            "hardware": {"type": "object"}, "sandbox": {"type": "object", "nullable": True},
+            "peaks": {"type": "object", "nullable": True, "description": "measured on the runner: "
+                      "gflops (f32 FMA) and gbytes_per_s (STREAM triad), both positive"}}},
     }

@@ -2,13 +2,14 @@
 whose /api/runners and /api/jobs routes come first).  A trailing slash is optional."""
 from django.urls import re_path
 
-from . import job_views, views
+from . import docs, job_views, views
 
 SID = r"(?P<sid>[A-Za-z0-9]{1,16})"
 N = r"(?P<index>[0-9]{1,9})"
 
 urlpatterns = [
     re_path(r"^api/openapi\.json$", views.openapi, name="api-openapi"),
+    re_path(r"^api/docs/?$", docs.api_docs, name="api-docs"),
     re_path(r"^api/jobs/?$", job_views.job_submit, name="api-jobs"),
     re_path(r"^api/jobs/(?P<job_id>[0-9]{1,30})/cancel/?$", job_views.job_cancel, name="api-job-cancel"),
     re_path(r"^api/kernels/?$", views.kernels, name="api-kernels"),

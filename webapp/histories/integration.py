@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 
 from webapp.runners import models as runner_models
+from webapp.runners import results as runner_results
 from webapp.runners import services as runner_services
 
 log = logging.getLogger(__name__)
@@ -56,12 +57,14 @@ def recent_jobs(limit: int = 30) -> list:
 
 
 def submit(source: str, steps: list, sizes: dict, runner, kernel: str, session_id: str, step_index: int,
-           options: dict | None = None):
+           options: dict | None = None, batch: str | None = None):
     """The job dict of a new benchmark job; Unavailable or ValueError (the reason) if refused."""
     services = _services()
     if services is None:
         raise Unavailable(NOT_AVAILABLE)
     extra = {"options": options} if options else {}
+    if batch:
+        extra["batch"] = batch
     job = services.submit_benchmark(source, steps, sizes=sizes or None, runner=runner or None,
                                     kernel=kernel or None, session_id=session_id, step_index=step_index,
                                     **extra)
@@ -84,30 +87,12 @@ def jobs_for(session_id: str) -> list:
 # ----------------------------------------------------------------------------- results
 
 def measurement(job: dict):
-    """A summary of one finished job: median/min/max seconds, gflops, runner, hardware; or None."""
-    result = job.get("result") if isinstance(job.get("result"), dict) else None
-    if job.get("state") != "done" or not result:
-        return None
-    med = result.get("median_s")
-    if not isinstance(med, (int, float)) or med <= 0:
-        return None
-    runner = job.get("runner") or result.get("runner") or "?"
-    if isinstance(runner, dict):
-        runner = runner.get("name") or "?"
-    return {
-        "job": job.get("id"),
-        "runner": str(runner),
-        "median_s": float(med),
-        "min_s": _num(result.get("min_s")),
-        "max_s": _num(result.get("max_s")),
-        "gflops": _num(result.get("gflops")),
-        "hardware": hardware_summary(result.get("hardware") or job.get("hardware") or {}),
-        "finished": job.get("finished"),
-    }
-
-
-def _num(v):
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    """One finished job's measurement (``webapp.runners.results.measurement``) with
+    ``hardware`` as one line of text; None unless it is done with a median."""
+    m = runner_results.measurement(job)
+    if m is not None:
+        m["hardware"] = hardware_summary(m["hardware_dict"] or job.get("hardware") or {})
+    return m
 
 
 def hardware_summary(hw) -> str:
@@ -156,16 +141,26 @@ def results_by_step(jobs: list) -> dict:
 
 
 def with_speedups(results: dict) -> dict:
-    """Adds "speedup" (root median / step median on the same runner) to each best measurement."""
-    root = results.get(0, {}).get("by_runner", {})
+    """Adds "speedup", "baseline_s" and "noisy" to every measurement, by the one definition
+    (``webapp.runners.results.assign_speedups``: medians of one batch on one runner); a
+    step's result on a runner ("by_runner") becomes its fastest quiet measurement (its
+    fastest one when all are noisy, so a re-run that is quiet replaces a noisy result); and
+    each step's entry gets its "best" measurement and "best_speedup"."""
+    runner_results.assign_speedups([m for entry in results.values() for m in entry["measurements"]])
     for entry in results.values():
-        for runner, m in entry["by_runner"].items():
-            base = root.get(runner)
-            m["speedup"] = base["median_s"] / m["median_s"] if base else None
+        for runner in list(entry["by_runner"]):
+            mine = [m for m in entry["measurements"] if m["runner"] == runner]
+            quiet = [m for m in mine if not m["noisy"]]
+            entry["by_runner"][runner] = min(quiet or mine, key=lambda m: m["median_s"])
         if entry["by_runner"]:
             best = min(entry["by_runner"].values(), key=lambda m: m["median_s"])
             entry["best"] = best
             sp = [m["speedup"] for m in entry["by_runner"].values() if m["speedup"]]
             entry["best_speedup"] = max(sp) if sp else None
     return results
+
+
+def speedups_by_job(results: dict) -> dict:
+    """{job id: speedup or None} of every measurement in ``with_speedups`` results."""
+    return {m["job"]: m.get("speedup") for entry in results.values() for m in entry["measurements"]}
 

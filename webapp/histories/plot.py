@@ -1,4 +1,4 @@
-"""A small server-rendered SVG plot of speedup over steps (no JavaScript, no library)."""
+"""Small server-rendered SVG plots (no JavaScript, no library): speedup over steps, and a roofline."""
 from __future__ import annotations
 
 import math
@@ -7,8 +7,12 @@ from html import escape
 COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4b5563"]
 
 
-def speedup_svg(series: dict, width: int = 560, height: int = 220) -> str:
-    """series: {runner: [(step index, speedup), ...]} -> an <svg> string ("" if no points)."""
+def speedup_svg(series: dict, width: int = 560, height: int = 220, path=None) -> str:
+    """series: {runner: [(step index, speedup), ...]} -> an <svg> string ("" if no points).
+
+    Each runner's line joins only the measured steps of ``path`` (the indices from the root
+    to the viewed step), in path order, so steps of different branches are never joined;
+    every dot carries its ``data-step`` and ``data-runner``."""
     points = [(x, y) for pts in series.values() for x, y in pts if y is not None and y > 0]
     if not points:
         return ""
@@ -52,12 +56,16 @@ def speedup_svg(series: dict, width: int = 560, height: int = 220) -> str:
     for k, (runner, pts) in enumerate(sorted(series.items())):
         color = COLORS[k % len(COLORS)]
         pts = sorted((x, y) for x, y in pts if y is not None and y > 0)
-        if len(pts) > 1:
-            path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
-            out.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
+        # one line per runner, along one branch only: the steps of ``path`` in its order
+        # (without a path the page's script draws the viewed branch from the dots' data-step)
+        order = {i: n for n, i in enumerate(path or [])}
+        line = sorted(((x, y) for x, y in pts if x in order), key=lambda p: order[p[0]])
+        joined = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in line) if len(line) > 1 else ""
+        out.append(f'<polyline class="branch-line" data-runner="{escape(runner)}" points="{joined}" '
+                   f'fill="none" stroke="{color}" stroke-width="2"/>')
         for x, y in pts:
-            out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3.5" fill="{color}">'
-                       f'<title>{escape(runner)}: step {x}, {y:.2f}×</title></circle>')
+            out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3.5" fill="{color}" data-step="{x}" '
+                       f'data-runner="{escape(runner)}"><title>{escape(runner)}: step {x}, {y:.2f}×</title></circle>')
         out.append(f'<text x="{left + 8}" y="{top + 14 + 14 * k}" font-size="11" fill="{color}">'
                    f'■ {escape(runner)}</text>')
     out.append("</svg>")
@@ -72,3 +80,54 @@ def _nice_step(raw: float) -> float:
         if raw <= m * mag:
             return m * mag
     return 10 * mag
+
+
+def roofline_svg(runner: str, peaks: tuple, points: list, width: int = 320, height: int = 220) -> str:
+    """A log-log roofline of one runner: its measured bandwidth roof (GB/s x flops per byte)
+    and FMA roof (GFLOP/s), and a dot per (step, intensity, gflops) point; "" without points
+    or peaks.  Each dot's <title> names its step, intensity and GFLOP/s."""
+    peak_f, peak_b = peaks
+    pts = [(i, x, y) for i, x, y in points if x and y and x > 0 and y > 0]
+    if not pts or not peak_f or not peak_b:
+        return ""
+    ridge = peak_f / peak_b
+    xs = [x for _, x, _ in pts] + [ridge]
+    xlo, xhi = math.log10(min(xs) / 4), math.log10(max(xs) * 4)
+    ylo = math.log10(min(min(y for _, _, y in pts), peak_b * 10 ** xlo) / 2)
+    yhi = math.log10(peak_f * 2)
+    left, right, top, bottom = 44, 10, 12, 30
+    pw, ph = width - left - right, height - top - bottom
+
+    def sx(v):
+        return left + (math.log10(v) - xlo) / (xhi - xlo) * pw
+
+    def sy(v):
+        return top + ph - (math.log10(v) - ylo) / (yhi - ylo) * ph
+
+    x0 = 10 ** xlo
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="plot roofline" viewBox="0 0 {width} {height}" '
+           f'width="{width}" height="{height}" role="img" aria-label="roofline of {escape(runner)}">',
+           f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fafafa" stroke="#ddd"/>']
+    for p in range(math.ceil(ylo), math.floor(yhi) + 1):
+        out.append(f'<text x="{left - 4}" y="{sy(10 ** p) + 4:.1f}" text-anchor="end" font-size="10" '
+                   f'fill="#555">{10 ** p:g}</text>')
+    for p in range(math.ceil(xlo), math.floor(xhi) + 1):
+        out.append(f'<text x="{sx(10 ** p):.1f}" y="{top + ph + 12}" text-anchor="middle" font-size="10" '
+                   f'fill="#555">{10 ** p:g}</text>')
+    out.append(f'<polyline class="roof" points="{sx(x0):.1f},{sy(x0 * peak_b):.1f} {sx(ridge):.1f},'
+               f'{sy(peak_f):.1f} {sx(10 ** xhi):.1f},{sy(peak_f):.1f}" fill="none" stroke="#6b7280" '
+               f'stroke-width="1.5"><title>roof: {peak_b:.1f} GB/s (triad), {peak_f:.0f} GFLOP/s (FMA), '
+               f'both measured on {escape(runner)}</title></polyline>')
+    out.append(f'<text x="{left + pw - 2}" y="{sy(peak_f) - 4:.1f}" text-anchor="end" font-size="10" '
+               f'fill="#374151">{peak_f:.0f} GFLOP/s</text>')
+    out.append(f'<text x="{sx(x0) + 4:.1f}" y="{sy(x0 * peak_b) - 6:.1f}" font-size="10" '
+               f'fill="#374151">{peak_b:.1f} GB/s</text>')
+    for index, x, y in pts:
+        out.append(f'<circle class="dot" data-step="{index}" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3.5" '
+                   f'fill="{COLORS[0]}"><title>step {index}: {x:.2f} flop/byte, {y:.1f} GFLOP/s</title></circle>')
+    out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 4}" text-anchor="middle" font-size="10" '
+               f'fill="#333">flop per byte</text>')
+    out.append(f'<text x="10" y="{top + ph / 2:.1f}" font-size="10" fill="#333" '
+               f'transform="rotate(-90 10 {top + ph / 2:.1f})" text-anchor="middle">GFLOP/s</text>')
+    out.append("</svg>")
+    return "".join(out)

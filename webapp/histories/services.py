@@ -8,7 +8,8 @@ Used by the editor pages and the JSON API alike.  Guarantees:
   changes because of it.
 * A step is stored only after replaying the whole path from the root with dojo_core
   and applying its action there; its ``ir`` is the canonical text of the result.
-  Stored IR is never used to decide legality.
+  Stored IR is never used to decide legality.  Once it is committed, the open pages
+  of the session are told (``push.announce_steps``).
 * Ids are short and content-addressed: base32 of sha256(source, creation time, owner),
   10 characters (a nonce is mixed in only on a collision).
 """
@@ -29,7 +30,7 @@ from dojo_core.printer import print_program
 from dojo_core.source import load_source
 from webapp.refusal import Refusal
 
-from . import engine
+from . import engine, push
 from .models import Session, Step
 
 OWNED_KEY = "dojo_owned_sessions"      # browser-session list of anonymous sessions it created
@@ -220,10 +221,13 @@ def new_session(source: str, kernel: str, sizes: dict, actor: Actor, **fields) -
 
 
 def create_session(actor: Actor, kernel=None, source=None, sizes=None, title: str = "") -> tuple:
-    """(session, owner token or None): a new history rooted at a library kernel or pasted IR."""
+    """(session, owner token or None): a new history rooted at a library kernel or pasted IR.
+    Pasted IR with no ``title`` is titled with its kernel's name (``kernel NAME(...)``)."""
     text, name, all_sizes = checked_root(kernel, source, sizes)
     if not isinstance(title, str):
         raise Refusal(400, "title must be a string")
+    if source is not None and not title:
+        title = engine.root_program(text).name
     with transaction.atomic():
         return new_session(text, name, all_sizes, actor, title=title[:200])
 
@@ -275,6 +279,8 @@ def add_step(session: Session, actor: Actor, parent, action) -> tuple:
                 step = Step.objects.create(session=session, index=(last or 0) + 1, parent=parent_step.index,
                                            text=text, ir=ir_text)
                 Session.objects.filter(id=session.id).update(current=step.index, updated=timezone.now())
+                sid = session.id
+                transaction.on_commit(lambda: push.announce_steps(sid))
             session.current = step.index
             return step, True
         except IntegrityError:           # two requests took the same index: try again

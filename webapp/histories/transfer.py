@@ -1,28 +1,53 @@
-"""Histories as files: export, import, and fork (an export imported for a new owner).
+"""Histories as files and as text: export, import, fork (an export imported for a new
+owner), and the path to a step as a ``.steps`` text and its replay.
 
-Guarantees: an export is ``{"format": "perfdojo-history", "version": 1, ...}`` with every
-step's index, parent, text and IR; an import replays every step from the root before
-anything is stored (the IR in the file is only compared, never trusted; a difference is a
-warning), and refuses (``Refusal`` 400, nothing stored) a malformed file, an unknown
-format or version, more than ``engine.MAX_STEPS`` steps, or a step that is not legal.
+Guarantees:
+
+* An export is ``{"format": "perfdojo-history", "version": 1, ...}`` with every step's
+  index, parent, text and IR, and its benchmark results: each finished measurement with
+  the runner that measured it, its job id and the hash of the program it measured.
+* An import replays every step from the root before anything is stored (the IR in the
+  file is only compared, never trusted; a difference is a warning), and refuses
+  (``Refusal`` 400, nothing stored) a malformed file, an unknown format or version, more
+  than ``engine.MAX_STEPS`` steps or ``MAX_RESULTS`` results, or a step that is not legal.
+  A result is kept (a finished job of the new session, marked ``imported_from`` with the
+  session, job and runner it came from; never queued, never in a leaderboard) only when
+  its program hash is that of the replayed step; otherwise it is dropped with a warning.
+* ``steps_text`` is the path from the root to a step in the command line's ``.steps``
+  format (dojo_core/steps.py): comment lines, then one step a line.
+* ``replay_text`` checks every line of a ``.steps`` text against dojo_core before it
+  stores anything: the first line that is not legal is refused (400) with its line number
+  and reason, and then nothing is applied.
 """
 from __future__ import annotations
 
+import math
+
 from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from dojo_core.errors import DojoError
+from dojo_core.records import text_hash
+from dojo_core.steps import parse_steps
 from webapp.refusal import Refusal
+from webapp.runners.models import Job, Runner
 
-from . import engine
+from . import engine, integration
 from .models import Session, Step
-from .services import Actor, checked_root, get_step, new_session, normalize_action
+from .services import (Actor, add_step, checked_root, get_step, new_session, normalize_action,
+                       path_texts, program_at, require_owner, steps_of)
 
 EXPORT_FORMAT = "perfdojo-history"
 EXPORT_VERSION = 1
+MAX_RESULTS = 5000
+MAX_STEPS_TEXT = 64 * 1024
+MAX_STEPS_LINES = 500
 
 
 def export_history(session: Session) -> dict:
     steps = sorted(session.steps.all(), key=lambda s: s.index)
+    results = _exported_results(session)
     return {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
@@ -36,8 +61,25 @@ def export_history(session: Session) -> dict:
         "created": session.created.isoformat(),
         "forked_from": session.forked_from_id,
         "current": session.current,
-        "steps": [{"index": s.index, "parent": s.parent, "text": s.text, "ir": s.ir} for s in steps],
+        "steps": [{"index": s.index, "parent": s.parent, "text": s.text, "ir": s.ir,
+                   "results": results.get(s.index, [])} for s in steps],
     }
+
+
+def _exported_results(session: Session) -> dict:
+    """{step index: [measurement, ...]}: every finished job of the session with a median."""
+    out = {}
+    for job in integration.jobs_for(session.id):
+        if integration.measurement(job) is None or not isinstance(job.get("step_index"), int):
+            continue
+        result = dict(job["result"])
+        origin = result.get("imported_from") if isinstance(result.get("imported_from"), dict) else None
+        runner = job.get("runner") or result.get("runner") or (origin or {}).get("runner")
+        out.setdefault(job["step_index"], []).append({
+            "runner": runner, "job": job.get("id"), "finished": job.get("finished"),
+            "program_hash": job.get("program_hash"), "batch": job.get("batch"), "options": job.get("options") or {},
+            "result": result})
+    return out
 
 
 def import_history(actor: Actor, data, forked_from: Session | None = None, forked_at=None) -> tuple:
@@ -82,6 +124,7 @@ def import_history(actor: Actor, data, forked_from: Session | None = None, forke
         if isinstance(parent, bool) or not isinstance(parent, int) or not 0 <= parent < k:
             raise Refusal(400, f"steps[{k}].parent must be the index of an earlier step")
         parsed[k] = (parent, normalize_action(item.get("text")))
+    results = _parsed_results(raw_steps)
     current = data.get("current", 0)
     if isinstance(current, bool) or not isinstance(current, int) or current not in parsed:
         current = 0
@@ -109,7 +152,79 @@ def import_history(actor: Actor, data, forked_from: Session | None = None, forke
         Step.objects.bulk_create([
             Step(session=session, index=k, parent=parsed[k][0], text=parsed[k][1], ir=irs[k])
             for k in range(1, len(parsed))])
+        warnings += _store_results(session, results, irs, texts_of, data.get("id"))
     return session, token, warnings
+
+
+def _parsed_results(raw_steps: list) -> dict:
+    """{step index: [checked result entries]} of an export's steps (400 when malformed)."""
+    out, total = {}, 0
+    for k, item in enumerate(raw_steps):
+        entries = item.get("results")
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            raise Refusal(400, f"steps[{k}].results must be a list")
+        total += len(entries)
+        if total > MAX_RESULTS:
+            raise Refusal(400, f"too many results (more than {MAX_RESULTS})")
+        for n, e in enumerate(entries):
+            where = f"steps[{k}].results[{n}]"
+            if not isinstance(e, dict) or not isinstance(e.get("result"), dict):
+                raise Refusal(400, f"{where} must be an object with a 'result' object")
+            median = e["result"].get("median_s")
+            if isinstance(median, bool) or not isinstance(median, (int, float)) or not 0 < median < math.inf:
+                raise Refusal(400, f"{where}.result.median_s must be a positive number of seconds")
+            runner = e.get("runner")
+            if not isinstance(runner, str) or not runner.strip() or len(runner) > 64:
+                raise Refusal(400, f"{where}.runner must name the runner that measured it")
+            phash = e.get("program_hash")
+            if phash is not None and not isinstance(phash, str):
+                raise Refusal(400, f"{where}.program_hash must be a string")
+            batch = e.get("batch")
+            if batch is not None and (not isinstance(batch, str) or len(batch) > 64):
+                raise Refusal(400, f"{where}.batch must be a string of at most 64 characters")
+            if not isinstance(e.get("options", {}), dict):
+                raise Refusal(400, f"{where}.options must be an object")
+            out.setdefault(k, []).append(e)
+    return out
+
+
+def _store_results(session: Session, results: dict, irs: dict, texts_of: dict, origin) -> list:
+    """Finished jobs of ``session`` for the imported results; warnings for those dropped."""
+    warnings, jobs = [], []
+    batches = any(f.name == "batch" for f in Job._meta.get_fields())
+    runners = {r.name: r for r in Runner.objects.filter(
+        name__in={e["runner"] for entries in results.values() for e in entries})}
+    now = timezone.now()
+    for k, entries in sorted(results.items()):
+        phash = text_hash(irs[k])
+        for e in entries:
+            if e.get("program_hash") not in (None, phash):
+                warnings.append(f"step {k}: a result on {e['runner']} measured another program; not kept")
+                continue
+            result = dict(e["result"], runner=e["runner"])
+            result["imported_from"] = {"session": origin if isinstance(origin, str) else None,
+                                       "job": e.get("job") if isinstance(e.get("job"), int) else None,
+                                       "runner": e["runner"]}
+            finished = _when(e.get("finished"))
+            extra = {"batch": e.get("batch") or ""} if batches else {}
+            jobs.append(Job(**extra, state=Job.DONE, source=session.source, steps=list(texts_of[k]), sizes=session.sizes,
+                            kernel="", options=e.get("options") or {}, runner=runners.get(e["runner"]),
+                            requested_runner=e["runner"], created=finished or now, finished=finished or now,
+                            result=result, session_id=session.id, step_index=k, program_hash=phash,
+                            submitter=f"import:{session.id}"[:80]))
+    Job.objects.bulk_create(jobs)
+    return warnings
+
+
+def _when(value):
+    """An ISO time with its zone from a file, or None (malformed or naive)."""
+    try:
+        when = parse_datetime(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+    return when if when is not None and when.tzinfo is not None else None
 
 
 def fork(session: Session, actor: Actor, at=None) -> tuple:
@@ -120,3 +235,58 @@ def fork(session: Session, actor: Actor, at=None) -> tuple:
         data["current"] = get_step(session, at).index
     new, token, _ = import_history(actor, data, forked_from=session, forked_at=data["current"])
     return new, token
+
+
+# ============================================================================ .steps texts
+
+def steps_text(session: Session, index: int, steps: dict | None = None) -> str:
+    """The path from the root to step ``index`` as a ``.steps`` text."""
+    steps = steps if steps is not None else steps_of(session)
+    texts = path_texts(steps, index)
+    head = [f"# {session.name}: session {session.id}, step {index} ({len(texts)} step{'s' * (len(texts) != 1)})",
+            f"# sizes: {', '.join(f'{k}={v}' for k, v in session.sizes.items())}" if session.sizes else None]
+    return "\n".join([h for h in head if h] + list(texts)) + "\n"
+
+
+def replay_text(session: Session, actor: Actor, parent, text) -> tuple:
+    """(last step, number of lines applied): every step of the ``.steps`` ``text`` applied
+    in turn from step ``parent``.  All lines are checked before any is stored; the first
+    that is not legal is refused (400, naming its line and the reason) with nothing applied."""
+    require_owner(session, actor)
+    if not isinstance(text, str):
+        raise Refusal(400, "steps must be a .steps text")
+    if len(text.encode("utf-8", "replace")) > MAX_STEPS_TEXT:
+        raise Refusal(400, f"the .steps text is too large (limit {MAX_STEPS_TEXT} bytes)")
+    if "\0" in text:
+        raise Refusal(400, "the .steps text must not contain NUL bytes")
+    lines = parse_steps(text)
+    if not lines:
+        raise Refusal(400, "the .steps text has no steps (one step a line; # starts a comment)")
+    if len(lines) > MAX_STEPS_LINES:
+        raise Refusal(400, f"too many steps ({len(lines)}, limit {MAX_STEPS_LINES})")
+    steps = steps_of(session)
+    start = get_step(session, parent, steps, "parent")
+    program_at(session, start.index, steps)
+    texts = path_texts(steps, start.index)
+    for lineno, raw in lines:
+        try:
+            step_text = normalize_action(raw)
+        except Refusal as r:
+            raise Refusal(400, f"line {lineno}: {r.reason}; nothing was applied") from None
+        texts += (step_text,)
+        try:
+            engine.replay(session.source, texts)
+        except DojoError as exc:
+            raise Refusal(400, f"line {lineno}: '{step_text}' is not legal there: "
+                               f"{getattr(exc, 'message', str(exc))}; nothing was applied") from None
+        except RecursionError:
+            raise Refusal(400, f"line {lineno}: '{step_text}': nested too deeply; nothing was applied") from None
+    new = len(steps) + len(lines)
+    if new > engine.MAX_STEPS:
+        raise Refusal(400, f"replaying {len(lines)} steps could exceed the maximum of {engine.MAX_STEPS} "
+                           f"steps of a session; fork it")
+    step = start
+    with transaction.atomic():
+        for _, raw in lines:
+            step, _ = add_step(session, actor, step.index, raw)
+    return step, len(lines)

@@ -150,10 +150,10 @@ def leaderboards(kernel=None) -> list:
             "max_s": record["max_s"], "steps": len(record["steps"]), "step_texts": record["steps"],
             "runner": record["runner"], "url": history_url(job),
             "session": job.session_id, "step": job.step_index, "gflops": (job.result or {}).get("gflops"),
-            "finished": record["time"]})
+            "finished": record["time"], "program_hash": job.program_hash})
     out = []
     for board in boards.values():
-        entries = sorted(board["entries"], key=lambda e: (e["median_s"], e["job"]))
+        entries = distinct_programs(sorted(board["entries"], key=lambda e: (e["median_s"], e["job"])))
         base = [e["median_s"] for e in entries if e["steps"] == 0]
         board["baseline_s"] = min(base) if base else None
         for e in entries:
@@ -164,6 +164,16 @@ def leaderboards(kernel=None) -> list:
         out.append(board)
     out.sort(key=lambda b: (b["kernel"], size_key(b["sizes"]), b["entries"][0]["median_s"]))
     return out
+
+
+def distinct_programs(entries: list) -> list:
+    """The first (best, when ``entries`` are sorted best first) entry of each program hash,
+    in order, each with ``runs``: how many entries had that hash."""
+    first, runs = {}, {}
+    for e in entries:
+        runs[e["program_hash"]] = runs.get(e["program_hash"], 0) + 1
+        first.setdefault(e["program_hash"], e)
+    return [{**e, "runs": runs[h]} for h, e in first.items()]
 
 
 def best_known(boards=None) -> dict:

@@ -82,6 +82,9 @@ class Runner(models.Model):
     labels = models.JSONField(default=list, blank=True)
     hardware = models.JSONField(default=dict, blank=True)
     sandbox = models.JSONField(default=dict, blank=True)
+    peaks = models.JSONField(default=dict, blank=True,
+                             help_text="measured by the runner at registration (runners/peaks.py): "
+                                       "f32 FMA gflops, STREAM triad gbytes_per_s, threads")
     queue = models.CharField(max_length=100, unique=True)
     enabled = models.BooleanField(default=True, help_text="a disabled runner is refused (403)")
     registered = models.DateTimeField(default=timezone.now)
@@ -154,6 +157,9 @@ class Job(models.Model):
                                  help_text="who submitted it: user:ID, owner:HASH; empty: the server")
     program_hash = models.CharField(max_length=64, blank=True, default="",
                                     help_text="sha256 of the canonical IR it measures (after its steps)")
+    batch = models.CharField(max_length=64, blank=True, default="", db_index=True,
+                             help_text="the jobs measured together (one benchmark request, one agent "
+                                       "run): speedups divide medians of one batch on one runner")
 
     class Meta:
         ordering = ["-id"]

@@ -25,9 +25,33 @@ from .services import (LABEL_RE, MAX_JSON, NAME_RE, RESULT_FIELDS, after_commit,
                        setting, job_spec, redispatch, reassign, requeue_or_lose)
 from .shapes import iso, job_dict
 
-def register(token: str, name, labels, hardware, sandbox_info, secret=None) -> dict:
+def clean_peaks(peaks) -> dict:
+    """A runner's measured peaks: positive finite ``gflops`` and ``gbytes_per_s`` (both
+    required) plus short descriptive fields; {} for None; Refusal(400) naming the problem."""
+    if peaks is None:
+        return {}
+    if not isinstance(peaks, dict) or len(json.dumps(peaks)) > 4096:
+        raise Refusal(400, "peaks: an object of at most 4 KiB")
+    out = {}
+    for key in ("gflops", "gbytes_per_s"):
+        value = peaks.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e9:
+            raise Refusal(400, f"peaks.{key}: a positive number (measured on the runner)")
+        out[key] = float(value)
+    for key in ("threads", "vector_bytes", "array_bytes"):
+        if isinstance(peaks.get(key), int) and not isinstance(peaks.get(key), bool):
+            out[key] = peaks[key]
+    for key in ("target", "method", "measured_at"):
+        if isinstance(peaks.get(key), str):
+            out[key] = peaks[key][:200]
+    return out
+
+
+def register(token: str, name, labels, hardware, sandbox_info, secret=None, peaks=None) -> dict:
     """A runner joins: a new name with any usable token; an existing name only with that
-    runner's current ``secret`` or a token issued to replace that name (403 otherwise)."""
+    runner's current ``secret`` or a token issued to replace that name (403 otherwise).
+    Its ``peaks`` (``clean_peaks``) are stored; a registration without them keeps the
+    runner's earlier ones."""
     if secret is not None and not isinstance(secret, str):
         raise Refusal(400, "secret: the runner's current secret, a string")
     if not isinstance(token, str) or not token:
@@ -40,6 +64,7 @@ def register(token: str, name, labels, hardware, sandbox_info, secret=None) -> d
         raise Refusal(400, "hardware: an object of at most 64 KiB")
     if sandbox_info is not None and not isinstance(sandbox_info, dict):
         raise Refusal(400, "sandbox: an object")
+    peaks = clean_peaks(peaks)
     from runners.celery_app import queue_for
     from runners.hardware import default_labels
 
@@ -71,6 +96,8 @@ def register(token: str, name, labels, hardware, sandbox_info, secret=None) -> d
                                "runner's secret or a token issued to replace it")
         secret = runner.set_secret()
         runner.labels, runner.hardware, runner.sandbox = all_labels, hardware, sandbox_info or {}
+        if peaks:
+            runner.peaks = peaks
         runner.last_heartbeat, runner.current_job_id, runner.token = now, None, tok
         runner.save()
         if tok is not None:
@@ -248,7 +275,8 @@ def report(runner: Runner, job_id: int, attempt, state, result, claim: bool = Fa
                 clean["gflops"] = work["flops"] / med / 1e9
             if clean.get("gbytes_per_s") is None and work.get("bytes"):
                 clean["gbytes_per_s"] = work["bytes"] / med / 1e9
-        clean.update(attempt=attempt, runner=runner.name, hardware=runner.hardware or {})
+        clean.update(attempt=attempt, runner=runner.name, hardware=runner.hardware or {},
+                     peaks=runner.peaks or {})
         job.state, job.result, job.finished = state, clean, now
         job.log(state, runner=runner.name, attempt=attempt)
         job.save()

@@ -3,7 +3,7 @@
 For the web app (the editor and the JSON API):
 
     submit_benchmark(source, steps, sizes=None, runner=None, kernel=None,
-                     session_id=None, step_index=None, options=None) -> Job
+                     session_id=None, step_index=None, options=None, batch=None) -> Job
     job_dict(job) -> dict          the JSON of GET /api/jobs/ID
     runner_dict(runner) -> dict    one entry of GET /api/runners
     cancel(job) -> Job
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import re
+import secrets
 import time
 
 from django.conf import settings
@@ -34,7 +35,7 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from dojo_core import kernels
+from dojo_core import ir, kernels
 from dojo_core.checker import MAX_SIZE, check
 from dojo_core.errors import CheckErrors, DojoError
 from dojo_core.parser import parse
@@ -56,12 +57,36 @@ MAX_SOURCE = 64 * 1024          # bytes of UTF-8, as for a session's source
 VALIDATE_BUDGET_S = 4.0         # checking and replaying one job's program
 MAX_STEPS = 2000
 MAX_JSON = 64 * 1024
-RESULT_FIELDS = ("median_s", "min_s", "max_s", "gflops", "verified", "compiler", "flags",
-                 "threads", "error")
+RESULT_FIELDS = ("median_s", "min_s", "max_s", "q1_s", "q3_s", "gflops", "gbytes_per_s",
+                 "verified", "max_error", "compiler", "flags", "threads", "baseline", "error")
 
 
 class NoRunner(ValueError):
     """No online runner matches the request."""
+
+
+class GpuBindsRefused(NoRunner):
+    """The program binds loops to the GPU, and no runner can time it as bound: runners time
+    the generated C code, where ``gpu.block``/``gpu.thread`` binds do nothing."""
+
+
+def gpu_binds(program) -> list[str]:
+    """``"LOOP → gpu.AXIS"`` for each loop of ``program`` bound to a GPU axis, in order."""
+    return [f"{loop.iterator} → {ann}" for loop in ir.loops(program)
+            for ann in loop.annotations if ann.startswith("gpu.")]
+
+
+def refuse_gpu_binds(binds: list[str], target: Runner | None, step_index=None) -> None:
+    """GpuBindsRefused with the reason when ``binds`` is not empty."""
+    if not binds:
+        return
+    what = f"step {step_index}" if step_index is not None else "this program"
+    where = (f"runner {target.name} has no GPU" if target is not None and not (target.hardware or {}).get("gpus")
+             else "runners time the generated C code")
+    raise GpuBindsRefused(
+        f"{what} binds loops to the GPU ({', '.join(binds[:4])}{', …' if len(binds) > 4 else ''}); "
+        f"{where}, and there the binds do nothing, so its time would not be the time of this "
+        "schedule. Benchmark a step without gpu binds, or read its CUDA code (.cu).")
 
 
 def setting(name, default):
@@ -149,8 +174,9 @@ def _clean_sizes(sizes) -> dict:
 
 
 def clean_options(options) -> dict:
-    """A job's measurement options, checked (min_time, timeout_s, threads, flush, dry_run);
-    a ValueError naming the first bad one."""
+    """A job's measurement options, checked (min_time, timeout_s, threads, flush, dry_run,
+    baseline: also time the untransformed kernel in the same run); a ValueError naming the
+    first bad one."""
     if options is None:
         return {}
     if not isinstance(options, dict):
@@ -170,12 +196,13 @@ def clean_options(options) -> dict:
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 4096:
                 raise ValueError("options.threads must be a positive integer")
             out[key] = value
-        elif key in ("flush", "dry_run"):
+        elif key in ("flush", "dry_run", "baseline"):
             if not isinstance(value, bool):
                 raise ValueError(f"options.{key} must be true or false")
             out[key] = value
         else:
-            raise ValueError(f"unknown option {key!r} (known: min_time, timeout_s, threads, flush, dry_run)")
+            raise ValueError(f"unknown option {key!r} (known: min_time, timeout_s, threads, flush, "
+                             "dry_run, baseline)")
     out.setdefault("timeout_s", float(setting("DOJO_JOB_TIMEOUT", 300)))
     return out
 
@@ -205,11 +232,12 @@ def library_work(name: str, canonical: str, sizes: dict) -> dict:
         return {}
 
 
-def validate(source: str, steps, sizes) -> tuple[str, str, list, dict, str]:
-    """(canonical source, kernel name, steps, sizes, program hash), or ValueError with the
-    reason: the source must parse and check at the sizes, and every step must apply in
-    turn.  The hash is ``dojo_core.records.program_hash`` of the program the job measures
-    (after its steps), the same as a history step's stored IR at those sizes."""
+def validate(source: str, steps, sizes) -> tuple[str, str, list, dict, str, list]:
+    """(canonical source, kernel name, steps, sizes, program hash, gpu binds), or ValueError
+    with the reason: the source must parse and check at the sizes, and every step must apply
+    in turn.  The hash is ``dojo_core.records.program_hash`` of the program the job measures
+    (after its steps), the same as a history step's stored IR at those sizes; the binds are
+    ``gpu_binds`` of that program."""
     deadline = time.monotonic() + VALIDATE_BUDGET_S
     if not isinstance(source, str) or not source.strip():
         raise ValueError("source: empty kernel")
@@ -236,14 +264,14 @@ def validate(source: str, steps, sizes) -> tuple[str, str, list, dict, str]:
         raise ValueError(str(exc)) from None
     except RecursionError:
         raise ValueError("source: nested too deeply") from None
-    return canonical, program.name, steps, sizes, program_hash(final)
+    return canonical, program.name, steps, sizes, program_hash(final), gpu_binds(final)
 
 
 
 def submit_benchmark(source: str, steps=None, sizes=None, runner: str | None = None,
                      kernel: str | None = None, session_id=None, step_index=None,
                      options=None, max_attempts: int | None = None, submitter: str = "",
-                     expect_hash: str | None = None) -> Job:
+                     expect_hash: str | None = None, batch: str | None = None) -> Job:
     """Validate and queue a benchmark of ``source`` after ``steps`` at ``sizes`` on an
     online runner whose name or label is ``runner`` (None: any online runner).  The job's
     ``created`` is the time of the call, before validation.  Its kernel label is
@@ -251,9 +279,13 @@ def submit_benchmark(source: str, steps=None, sizes=None, runner: str | None = N
     used as the label); ``submitter`` ("user:ID", "owner:HASH"; "" for the server itself)
     is who may cancel it.  Callers that attach it to a session (``session_id``,
     ``step_index``) have checked that the submitter owns that session; with
-    ``expect_hash`` (that step's program hash) a job measuring another program is refused."""
+    ``expect_hash`` (that step's program hash) a job measuring another program is refused.
+
+    ``batch`` names the jobs measured together (speedups divide medians of one batch on one
+    runner, webapp/runners/results.py); None: a batch of its own.  A program with gpu binds
+    is refused (GpuBindsRefused, a NoRunner) before anything is queued."""
     created = timezone.now()
-    canonical, name, steps, sizes, phash = validate(source, steps, sizes)
+    canonical, name, steps, sizes, phash, binds = validate(source, steps, sizes)
     if expect_hash is not None and phash != expect_hash:
         raise ValueError(f"the job's program (source, sizes and steps) is not the program of step "
                          f"{step_index} of session {session_id}")
@@ -265,8 +297,12 @@ def submit_benchmark(source: str, steps=None, sizes=None, runner: str | None = N
         session_id = str(session_id)[:64]
     if step_index is not None and (isinstance(step_index, bool) or not isinstance(step_index, int)):
         raise ValueError("step_index must be an integer")
+    if batch is not None and (not isinstance(batch, str) or not NAME_RE.match(batch)):
+        raise ValueError("batch: 1-64 letters, digits, '_', '.', '-'")
+    batch = batch or f"b-{secrets.token_hex(8)}"
     with transaction.atomic():
         target = pick_runner(runner)
+        refuse_gpu_binds(binds, target, step_index)
         if target is None:
             online = sorted(r.name for r in online_runners())
             if not runner:
@@ -277,7 +313,8 @@ def submit_benchmark(source: str, steps=None, sizes=None, runner: str | None = N
                   options=options, work=library_work(name, canonical, sizes), runner=target, requested_runner=runner,
                   max_attempts=max_attempts or int(setting("DOJO_JOB_MAX_ATTEMPTS", 3)),
                   session_id=session_id, step_index=step_index, created=created,
-                  dispatched=timezone.now(), submitter=str(submitter or "")[:80], program_hash=phash)
+                  dispatched=timezone.now(), submitter=str(submitter or "")[:80], program_hash=phash,
+                  batch=batch)
         job.log("queued", runner=target.name)
         job.save()
         after_commit(job, send=True)

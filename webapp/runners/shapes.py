@@ -39,6 +39,7 @@ def job_dict(job: Job) -> dict:
         "session_id": job.session_id,
         "step_index": job.step_index,
         "program_hash": job.program_hash or None,
+        "batch": job.batch or None,
     }
 
 
@@ -50,6 +51,7 @@ def runner_dict(runner: Runner, depth: dict | None = None) -> dict:
         "labels": list(runner.labels or []),
         "hardware": runner.hardware or {},
         "sandbox": runner.sandbox or {},
+        "peaks": runner.peaks or {},
         "queue": runner.queue,
         "last_heartbeat": iso(runner.last_heartbeat),
         "registered": iso(runner.registered),

@@ -8,7 +8,8 @@ Public (DESIGN.md section 9):
 
 Runner protocol (Authorization: Bearer <runner secret>, except register):
     POST /api/runners/register        {"token", "name", "labels", "hardware", "sandbox",
-                                       "secret": the current one when registering a name again}
+                                       "secret": the current one when registering a name again,
+                                       "peaks": {"gflops", "gbytes_per_s", ...} measured (optional)}
     POST /api/runners/heartbeat       {"current_job": ID or null} -> {"cancel": [ID, ...]}
     POST /api/runners/jobs/ID/claim   {"attempt": N or absent: the ticket's} -> {"job": spec, "attempt": N}
     POST /api/runners/jobs/ID/result  {"attempt", "state", "result", "claim": false}
@@ -60,7 +61,8 @@ def job_detail(request, job_id):
 def register(request):
     data = parse_body(request)
     answer = protocol.register(data.get("token"), data.get("name"), data.get("labels", []),
-                               data.get("hardware", {}), data.get("sandbox"), data.get("secret"))
+                               data.get("hardware", {}), data.get("sandbox"), data.get("secret"),
+                               peaks=data.get("peaks"))
     return JsonResponse(answer, status=201)
 
 

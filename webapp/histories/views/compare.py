@@ -1,34 +1,41 @@
-"""Diffs between two steps (IR, C or CUDA; split or unified), the compare page, the
-generated code of a step as a download, and the history as a JSON file."""
+"""Diffs between two steps (IR, C or CUDA; split or unified), the assembly of a step
+beside its C, the compare page, the generated code of a step as a download, and the
+history as a JSON file."""
 from __future__ import annotations
 
 import json
 
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from webapp.api.views import step_code
 from webapp.refusal import Refusal
 
-from .. import engine, services, transfer
+from .. import code as code_views
+from .. import diffs, engine, services, transfer
 from .common import int_param, session_or_404, step_or_404
 
 DIFF_MODES = ("split", "unified")
-CODE_TABS = {"ir": ("IR", "dojo"), "c": ("C", "c"), "cuda": ("CUDA", "cuda")}
+CODE_TABS = {"ir": ("IR", "dojo"), "c": ("C", "c"), "cuda": ("CUDA", "cuda"), "asm": ("Assembly", "asm")}
 
 
 def diff_context(session, steps, a, b, code="ir", mode="split"):
-    """The diff of one code view between steps a and b."""
+    """The diff of one code view between steps a and b; for "asm" (not a diff) the
+    assembly of step b, loaded by the page from ``asm_url`` (a compile can take seconds)."""
     code = code if code in CODE_TABS else "ir"
     mode = mode if mode in DIFF_MODES else "split"
     ctx = {"session": session, "a": a, "b": b, "code": code, "mode": mode, "tabs": [], "rows": [],
            "error": None, "same": False, "label": CODE_TABS[code][0]}
     for key, (label, _) in CODE_TABS.items():
         ctx["tabs"].append({"key": key, "label": label, "active": key == code})
+    if code == "asm":
+        ctx["asm_url"] = f"/s/{session.id}/asm?step={b}"
+        return ctx
     if a is None:
         ctx["error"] = "the root has no parent to compare with; apply an action or compare two steps"
         return ctx
+    ir_b = None
     if code == "ir":
         ta, tb = steps[a].ir, steps[b].ir
     else:
@@ -43,13 +50,12 @@ def diff_context(session, steps, a, b, code="ir", mode="split"):
         if ta is None or tb is None:
             ctx["error"] = why_a or why_b
             return ctx
-    language = CODE_TABS[code][1]
-    added, removed = engine.diff_stats(ta, tb)
-    ctx["added"], ctx["removed"] = added, removed
-    if mode == "split":
-        ctx["rows"] = engine.split_rows(ta, tb, language)
-    else:
-        ctx["rows"] = engine.unified_rows(ta, tb, f"step {a}", f"step {b}", language)
+        if code == "c":
+            mapped, _ = code_views.c_with_ir(pb)
+            ir_b = mapped.ir_lines if mapped is not None and mapped.text == tb else None
+    found = diffs.diff(ta, tb, CODE_TABS[code][1], mode, ir_b=ir_b,
+                       name_a=f"step {a}", name_b=f"step {b}")
+    ctx["rows"], ctx["added"], ctx["removed"] = found.rows, found.added, found.removed
     ctx["same"] = not ctx["rows"]
     return ctx
 
@@ -65,6 +71,26 @@ def diff_partial(request, sid):
     ctx = {"diff": diff_context(session, steps, a, b, request.GET.get("code", "ir"),
                                 request.GET.get("diff", "split")), "session": session}
     return render(request, "histories/_diff.html", ctx)
+
+
+@require_GET
+def asm_partial(request, sid):
+    """The assembly tab's content for ``?step=N``: the step's C and its assembly."""
+    session = session_or_404(sid)
+    steps = services.steps_of(session)
+    raw = request.GET.get("step", "")
+    try:
+        index = services.parse_index(raw, "step")
+    except Refusal as r:
+        return HttpResponseBadRequest(r.reason)
+    if index not in steps:
+        raise Http404(f"session {sid} has no step {index}")
+    ctx = {"session": session, "step": index}
+    try:
+        ctx["asm"] = code_views.asm_view(services.program_at(session, index, steps))
+    except Refusal as r:
+        ctx["asm"] = {"error": r.reason}
+    return render(request, "histories/_code_asm.html", ctx)
 
 
 @require_GET

@@ -15,7 +15,7 @@ from webapp.refusal import Refusal
 
 from .. import engine, integration, services, transfer
 from ..actors import browser_actor, ensure_session_key, remember_owned
-from ..present import history_tree
+from ..tree import tree_context
 from .bench import bench_context
 from .common import client_redirect, int_param, refused, session_or_404, step_or_404
 from .compare import diff_context
@@ -101,7 +101,8 @@ def editor_context(request, session, viewed=None, at=None, code="ir", mode="spli
     return {
         "session": session, "steps": steps, "step": step, "viewed": viewed, "editable": editable,
         "owner_name": session.owner.get_username() if session.owner_id else "anonymous",
-        "tree": history_tree(steps, session.current, viewed, results),
+        "tree": tree_context(session, steps, results, viewed)["tree"],
+        "steps_text": transfer.steps_text(session, viewed, steps),
         "ir_lines": ir_lines(step.ir, _replayed(session, steps, viewed)),
         "actions": actions_context(session, steps, viewed, at, editable, error, tried, defer_actions),
         "diff": diff_context(session, steps, step.parent, viewed, code, mode),
@@ -109,7 +110,7 @@ def editor_context(request, session, viewed=None, at=None, code="ir", mode="spli
         "problems": problems, "engine_version": engine.ENGINE_VERSION,
         "parent": step.parent, "children": sorted(s.index for s in steps.values() if s.parent == viewed),
         "step_count": len(steps),
-        "share_url": request.build_absolute_uri(session.url),
+        "share_url": request.build_absolute_uri(f"{session.url}?step={viewed}"),
     }
 
 
