@@ -41,7 +41,7 @@ from .. import ir
 from ..poly import const_value
 from . import c_vector, parallel
 from .c_math import streamable_arrays
-from .line_map import Origins
+from .origins import Origins
 from .c_expr import (CTYPES, ITEMSIZE, MUL, Buffer, ExprGen, Helpers, c_names, context_type,
                      paren, promote)
 from .targets import MVEC_FUNCTIONS, Target, get_target

@@ -12,16 +12,17 @@ line, the line of ``print_program(program)`` of the statement it was generated f
 * lines generated for no statement (the banner, includes, helpers, the size constants, a
   function's braces) map to None.
 
-How: while generating, ``CGenerator.emit`` tags each line with the statement being
+How: while generating, ``CGenerator.emit`` tags each line (``origins.py``) with the statement being
 generated (``origin``); a tagged line is a ``str`` subclass that keeps its tag when text
 is prepended or appended (``INDENT + line``), so the code generator stays unaware of it.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from typing import NamedTuple
 
 from ..printer import statement_lines
+from .c import CGenerator
+from .targets import get_target
 
 
 class MappedC(NamedTuple):
@@ -32,52 +33,6 @@ class MappedC(NamedTuple):
     def c_lines_of(self, ir_line: int) -> list:
         """The 1-based C lines generated for one IR line."""
         return [k + 1 for k, n in enumerate(self.ir_lines) if n == ir_line]
-
-
-class Tagged(str):
-    """A line of C with the IR statement it was generated for (``origin``)."""
-
-    def __new__(cls, text, origin):
-        obj = super().__new__(cls, text)
-        obj.origin = origin
-        return obj
-
-    def __add__(self, other):
-        return Tagged(str.__add__(self, other), self.origin)
-
-    def __radd__(self, other):
-        if not isinstance(other, str):
-            return NotImplemented
-        return Tagged(str.__add__(other, self), self.origin)
-
-
-class Origins:
-    """The statement being generated: a stack of IR statements (innermost last)."""
-
-    def __init__(self):
-        self.stack = []
-        self.aliases = {}           # id(stand-in statement) -> the program's statement
-
-    @contextmanager
-    def of(self, stmt):
-        """Lines emitted inside are generated for ``stmt`` (or what it stands in for)."""
-        self.stack.append(self.aliases.get(id(stmt), stmt))
-        try:
-            yield
-        finally:
-            self.stack.pop()
-
-    def alias(self, stand_in, stmt) -> None:
-        """``stand_in`` (a rewritten copy) is generated for the program's ``stmt``."""
-        self.aliases[id(stand_in)] = self.aliases.get(id(stmt), stmt)
-
-    def tag(self, text: str, stmt=None) -> str:
-        """``text`` tagged with the statement being generated, or with ``stmt`` inside it
-        (a text that is tagged already keeps its own)."""
-        if isinstance(text, Tagged):
-            return text
-        stack = tuple(self.stack) + ((self.aliases.get(id(stmt), stmt),) if stmt is not None else ())
-        return Tagged(text, stack) if stack else text
 
 
 def _resolver(program):
@@ -116,8 +71,6 @@ def ir_lines_of(program, pieces) -> tuple:
 
 def generate_c_mapped(program, target=None, function_name: str = "dojo_kernel") -> MappedC:
     """``generate_c``'s text with the IR line of each of its lines (module docstring)."""
-    from .c import CGenerator
-    from .targets import get_target
     gen = CGenerator(program, get_target(target), function_name)
     text = gen.generate()
     ir_lines = ir_lines_of(program, gen.pieces)
