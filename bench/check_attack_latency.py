@@ -6,7 +6,7 @@
 """
 import json, statistics, sys, threading, time, urllib.request, urllib.error
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "web"))
 from test_security import costly_source
 URL = sys.argv[1]
 ATTACKERS = int(sys.argv[2]) if len(sys.argv) > 2 else 1
