@@ -16,7 +16,7 @@ at one dataset (default LARGE), and at each thread count (default 1 and all core
             the host target's flags (gcc -O3 -march=native ...), timed by the harness
             (``harness.measure``: ``dojo_time`` in a child process). It has no parallel loop,
             so every thread count times the same sequential code.
-  polly     the same generated C (kernel + ``codegen.c.timing_entry``) compiled by clang-14
+  polly     the same generated C (kernel + ``codegen.c_entry.timing_entry``) compiled by clang-14
             with Polly: ``-O3 -march=native -mllvm -polly -mllvm -polly-vectorizer=stripmine``
             plus the baseline's math flags (``-std=gnu11 -fno-math-errno -fno-trapping-math
             -ffp-contract=fast``, so that FMA contraction is allowed to both), and at more

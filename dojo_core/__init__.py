@@ -4,7 +4,8 @@ Text -> parser -> immutable IR -> transformations -> printer / code generators.
 
 The public API — what the web app, the runner, the agents and the command line import:
 
-    load(text, filename, sizes)   text -> checked Program (a located DojoError otherwise)
+    load(text, filename, sizes)   text -> checked Program (a located DojoError otherwise;
+                                  budget_s= bounds the checker's time)
     load_file(path, sizes)        the same for a file
     canonical(program)            the canonical text (the printer's)
     replay(program, steps)        the Program after step texts, through one shared prefix cache
@@ -18,7 +19,12 @@ The public API — what the web app, the runner, the agents and the command line
 
 and, for tools that show programs: parse (text -> unchecked Program, located errors),
 statement_lines, refs_in / ref_kind (the names an action mentions), DojoLexer (Pygments),
-MAX_STEPS (the most steps a schedule may have, in a history or a job).
+MAX_STEPS (the most steps a schedule may have, in a history or a job), MAX_SIZE (the
+largest value a size may take), parse_steps (.steps text -> (line, step text) pairs),
+text_hash (the sha256 identity of a text: sources, IR, steps), fingerprint_of_hardware
+(a runner's or record's hardware description -> its machine key), assembly(c_text, target)
+(the assembly of generated C built as ``measure`` builds it, each instruction with its C
+line) and CompileError (what ``measure`` and ``assembly`` raise without a working compiler).
 
 Importing this package is cheap: each name loads its module on first use.
 """
@@ -44,6 +50,12 @@ _EXPORTS = {
     "ref_kind": ("transforms", "ref_kind"),
     "DojoLexer": ("highlight", "DojoLexer"),
     "MAX_STEPS": ("steps", "MAX_STEPS"),
+    "MAX_SIZE": ("checker", "MAX_SIZE"),
+    "parse_steps": ("steps", "parse_steps"),
+    "text_hash": ("records", "text_hash"),
+    "fingerprint_of_hardware": ("records", "fingerprint_of_hardware"),
+    "assembly": ("asm", "assembly_for"),
+    "CompileError": ("compile", "CompileError"),
     "DojoError": ("errors", "DojoError"),
     "NotApplicable": ("transforms", "NotApplicable"),
 }

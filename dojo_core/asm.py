@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .compile import CompileError, cache_dir, cache_key, compiler_version, find_compiler, run_in_group
+from .codegen import get_target
+from .harness import flags_for
 
 SOURCE_NAME = "kernel.c"
 ASM_FLAGS = ("-fPIC", "-g", "-S")
@@ -122,6 +124,13 @@ def assembly(source: str, cflags=(), cc=None, timeout: float = 60) -> Assembly:
     return _cached(source, cc, version, flags, timeout)
 
 
+def assembly_for(source: str, target=None) -> Assembly:
+    """The listing of generated C ``source`` built as ``harness.measure`` builds it for
+    ``target`` (a Target; this machine's C target when None): the harness's compiler and
+    ``flags_for(target)``.  CompileError without a working compiler."""
+    return assembly(source, flags_for(target if target is not None else get_target(None)))
+
+
 @lru_cache(maxsize=64)
 def _cached(source, cc, version, flags, timeout) -> Assembly:
     key = cache_key(source, cc, version, flags)
@@ -160,4 +169,4 @@ def _compile(source, cc, flags, timeout) -> str:
         shutil.rmtree(work, ignore_errors=True)
 
 
-__all__ = ["AsmLine", "Assembly", "assembly", "parse_listing", "ASM_FLAGS", "SOURCE_NAME"]
+__all__ = ["AsmLine", "Assembly", "assembly", "assembly_for", "parse_listing", "ASM_FLAGS", "SOURCE_NAME"]

@@ -14,7 +14,7 @@ running this text is ``cross.py``'s job.
 """
 from __future__ import annotations
 
-from .codegen.c import c_signature_types
+from .codegen.c_entry import c_signature_types
 
 
 def driver_source(program, nbytes) -> str:

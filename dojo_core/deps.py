@@ -102,11 +102,18 @@ _SET_CACHE: dict = {}
 def _parse_set(text: str):
     """isl.Set of a text, memoised across programs: after one step most statement pairs of
     the new state have the same text as in the previous state (ISL parsing dominates)."""
-    found = _SET_CACHE.get(text)
+    return memo(_SET_CACHE, text, lambda t: isl.Set(t).coalesce())
+
+
+def memo(cache: dict, key, compute, limit: int = 4096):
+    """``cache[key]``, computed as ``compute(key)`` on first use; a cache past ``limit``
+    entries is emptied first, so memory stays bounded.  For results that the key determines
+    (an ISL set's text, an immutable program value)."""
+    found = cache.get(key)
     if found is None:
-        if len(_SET_CACHE) > 4096:
-            _SET_CACHE.clear()
-        found = _SET_CACHE[text] = isl.Set(text).coalesce()
+        if len(cache) > limit:
+            cache.clear()
+        found = cache[key] = compute(key)
     return found
 
 
@@ -130,9 +137,4 @@ _CACHE: dict = {}
 
 def dependences(program: ir.Program) -> Dependences:
     """Dependences of a program, memoised on the (hashable, immutable) program value."""
-    d = _CACHE.get(program)
-    if d is None:
-        if len(_CACHE) > 256:
-            _CACHE.clear()
-        d = _CACHE[program] = Dependences(program)
-    return d
+    return memo(_CACHE, program, Dependences, limit=256)

@@ -207,6 +207,23 @@ def walk_expr(expr) -> Iterator:
             yield from walk_expr(a)
 
 
+def var_names(expr) -> set:
+    """The names of the variables (iterators, sizes) an expression reads."""
+    return {e.name for e in walk_expr(expr) if isinstance(e, Var)}
+
+
+def stmt_exprs(stmt, local_dims: bool = False) -> tuple:
+    """The expressions a statement holds itself (not those of its body): a loop's bounds,
+    an assignment's target and value, and with ``local_dims`` a local's dimensions."""
+    if isinstance(stmt, Loop):
+        return (stmt.lo, stmt.hi)
+    if isinstance(stmt, Assign):
+        return (stmt.target, stmt.value)
+    if local_dims and isinstance(stmt, Local):
+        return tuple(stmt.dims)
+    return ()
+
+
 def int_tree(expr) -> bool:
     """True for integer arithmetic of iterators, sizes and integer constants: the
     expressions the interpreter (and the code generators after it) compute exactly as

@@ -19,6 +19,7 @@ from lark.indenter import DedentError, Indenter
 
 from . import ir
 from .errors import DojoError
+from .parse_errors import dedent_line, describe, expected, first_code_after
 
 GRAMMAR = r"""
 start: _NL? header decl* stmt*
@@ -284,36 +285,6 @@ def _leading_doc(text: str) -> tuple:
     return tuple(doc)
 
 
-def _describe(tok) -> str:
-    if tok.type == "_NL":
-        return "end of line"
-    if tok.type == "_INDENT":
-        return "an indented block"
-    if tok.type == "_DEDENT":
-        return "end of block"
-    if tok.type == "$END":
-        return "end of file"
-    return f"'{tok}'"
-
-
-_EXPECT_NAMES = {"NAME": "a name", "NUMBER": "a number", "NEG_NUMBER": "a number", "INT": "an integer", "_NL": "end of line",
-                 "_INDENT": "an indented block", "_DEDENT": "end of block", "COLON": "':'",
-                 "LSQB": "'['", "RSQB": "']'", "LPAR": "'('", "RPAR": "')'", "COMMA": "','",
-                 "RANGE": "'..'", "ASSIGN_OP": "an assignment operator", "KIND": "in/out/inout/temp",
-                 "EQUAL": "'='", "KERNEL": "'kernel'", "FOR": "'for'", "LOCAL": "'local'",
-                 "IN": "'in'", "MINUS": "'-'", "ADD_OP": "'+' or '-'", "MUL_OP": "an operator",
-                 "CMP_OP": "a comparison", "DOT": "'.'"}
-
-
-def _expected(exc) -> str:
-    names = sorted({_EXPECT_NAMES.get(t, t.lower()) for t in (getattr(exc, "expected", None) or [])})
-    if not names:
-        return ""
-    if len(names) > 6:
-        names = names[:6] + ["..."]
-    return f", expected {', '.join(names)}"
-
-
 def parse(text: str, filename: str = "<input>") -> ir.Program:
     """Parse Dojo IR text. Guarantees: returns a Program whose nodes carry source
     locations, or raises DojoError located at the offending line and column, never
@@ -336,7 +307,7 @@ def parse(text: str, filename: str = "<input>") -> ir.Program:
     except UnexpectedToken as exc:
         tok = exc.token
         if tok.type == "$END":
-            raise DojoError(f"syntax error: unexpected end of file{_expected(exc)}",
+            raise DojoError(f"syntax error: unexpected end of file{expected(exc)}",
                             max(1, text.count("\n")), 1, filename) from None
         if tok.type in ("NAME", "KIND") and str(tok) in KEYWORDS and "NAME" in (exc.expected or ()):
             raise DojoError(f"syntax error: '{tok}' is a keyword and cannot be used as a name",
@@ -344,15 +315,15 @@ def parse(text: str, filename: str = "<input>") -> ir.Program:
         line = tok.line if tok.line is not None else exc.line
         col = tok.column if tok.column is not None else exc.column
         if tok.type == "_INDENT":   # lark places it on the newline that precedes the line
-            line, col = _first_code_after(text, line or 1)
+            line, col = first_code_after(text, line or 1)
             raise DojoError("syntax error: unexpected indentation", line, col, filename) from None
-        raise DojoError(f"syntax error: unexpected {_describe(tok)}{_expected(exc)}",
+        raise DojoError(f"syntax error: unexpected {describe(tok)}{expected(exc)}",
                         line or 1, col or 1, filename) from None
     except UnexpectedEOF as exc:
         raise DojoError("syntax error: unexpected end of file", max(1, text.count("\n")), 1,
                         filename) from None
     except DedentError as exc:
-        line = _dedent_line(text)
+        line = dedent_line(text)
         raise DojoError("syntax error: this line's indentation matches no enclosing block",
                         line, 1, filename) from None
     except UnexpectedInput as exc:  # any other parse failure
@@ -373,31 +344,3 @@ def parse(text: str, filename: str = "<input>") -> ir.Program:
         raise DojoError("nested too deeply", 1, 1, filename) from None
     return ir.Program(program.name, program.sizes, program.arrays, program.body,
                       _leading_doc(text), program.loc)
-
-
-def _first_code_after(text: str, line: int):
-    """(line, col) of the first non-blank, non-comment line after `line`."""
-    lines = text.splitlines()
-    for n in range(line + 1, len(lines) + 1):
-        stripped = lines[n - 1].lstrip(" \t")
-        if stripped and not stripped.startswith("#"):
-            return n, len(lines[n - 1]) - len(stripped) + 1
-    return line, 1
-
-
-def _dedent_line(text: str) -> int:
-    """The first line whose indentation matches no enclosing block (for DedentError)."""
-    stack = [0]
-    for n, line in enumerate(text.splitlines(), 1):
-        stripped = line.lstrip(" \t")
-        if not stripped or stripped.startswith("#"):
-            continue
-        width = len(line) - len(stripped)
-        if width > stack[-1]:
-            stack.append(width)
-            continue
-        while width < stack[-1]:
-            stack.pop()
-        if width != stack[-1]:
-            return n
-    return 1

@@ -116,8 +116,10 @@ def parse_sizes(program, sizes: dict, filename: str):
     return program.with_sizes(dict(sizes))
 
 
-def load_source(text: str, filename: str = "<input>", sizes: dict | None = None):
-    """Parse, instantiate at ``sizes`` and check source text; a checked Program or DojoError."""
+def load_source(text: str, filename: str = "<input>", sizes: dict | None = None,
+                budget_s: float | None = None):
+    """Parse, instantiate at ``sizes`` and check source text; a checked Program or DojoError.
+    ``budget_s`` bounds the checker's time as ``checker.check``'s does (its default when None)."""
     from .checker import check
     from .parser import parse
 
@@ -126,7 +128,7 @@ def load_source(text: str, filename: str = "<input>", sizes: dict | None = None)
     except DojoError as exc:
         raise _relocate(exc, filename) from None
     program = parse_sizes(program, sizes or {}, filename)
-    errors = [_relocate(e, filename) for e in check(program, filename)]
+    errors = [_relocate(e, filename) for e in check(program, filename, budget_s=budget_s)]
     if len(errors) == 1:
         raise errors[0]
     if errors:

@@ -25,6 +25,13 @@ import json
 import os
 import sys
 
+from dojo_core import DojoError, cross, harness, load_file
+from dojo_core.cli import c_errors, internal_error, load_state
+from dojo_core.codegen import TARGETS, detect_host_target
+from dojo_core.codegen.targets import host_arch, is_foreign
+from dojo_core.kernels import random_inputs
+from dojo_core.source import parse_size_args
+
 CROSS_TARGETS = ("arm-neon", "arm-sve", "riscv-rvv")
 
 
@@ -36,8 +43,6 @@ def verdict(target: str, verified: bool) -> str:
 def emulated_target(name: str):
     """The Target an emulated runner checks for: a foreign target with a working cross
     route here; ValueError (why) otherwise."""
-    from dojo_core import cross
-    from dojo_core.codegen.targets import TARGETS, host_arch, is_foreign
     if name not in TARGETS:
         raise ValueError(f"--emulate {name}: unknown target (emulated: {', '.join(CROSS_TARGETS)})")
     target = TARGETS[name]
@@ -65,9 +70,6 @@ def emulator_text(argv) -> str:
 def check(program, reference, target, threads=None, timeout: float = 300) -> dict:
     """Compile ``program`` for ``target``, run it under the emulator, compare with
     ``reference`` (the untransformed kernel); the result dict of the module docstring."""
-    from dojo_core import harness
-    from dojo_core.codegen.targets import detect_host_target
-    from dojo_core.kernels import random_inputs
     inputs = random_inputs(reference, 0)
     lib = harness.build(program, target)
     outputs = harness.run_c(program, inputs, threads=threads, library=lib, timeout=timeout)
@@ -89,10 +91,6 @@ def check(program, reference, target, threads=None, timeout: float = 300) -> dic
 
 
 def main(argv=None) -> int:
-    from dojo_core.cli import c_errors, internal_error, load_state
-    from dojo_core.errors import DojoError
-    from dojo_core.source import load_file, parse_size_args
-
     p = argparse.ArgumentParser(prog="python -m runners.emulated", description=__doc__.splitlines()[0])
     p.add_argument("file", metavar="FILE")
     p.add_argument("--isa", required=True, metavar="TARGET")

@@ -21,7 +21,10 @@ import os
 import platform
 import shutil
 
+from dojo_core.cross import check_route
 from dojo_core.machine import cpu_info, gpus, isa_flags, run_tool
+
+from .emulated import emulated_target, emulator_text
 
 def _cpuinfo() -> dict:
     """model, flags (of ISA_FLAGS) and, where /proc/cpuinfo says, physical cores."""
@@ -100,8 +103,6 @@ EMULATED_FLAGS = {"arm-neon": ["asimd"], "arm-sve": ["asimd", "sve"], "riscv-rvv
 def emulated_fingerprint(target_name: str) -> dict:
     """The hardware of an emulated runner for a foreign target (see the module docstring);
     ValueError (why) when the target has no working cross route here."""
-    from dojo_core.cross import check_route
-    from .emulated import emulated_target, emulator_text
     target = emulated_target(target_name)
     tools = check_route(target)
     host = fingerprint()

@@ -39,7 +39,7 @@ import subprocess
 import sys
 import time
 
-from dojo_core.codegen.targets import detect_host_target
+from dojo_core.codegen import detect_host_target
 from dojo_core.compile import compile_shared
 
 log = logging.getLogger("runners.peaks")

@@ -1,15 +1,18 @@
-"""Shared checks of the transformation tests: apply steps with the checker after each, and
-compare a transformed program's outputs with the original's on the interpreter."""
+"""Shared checks of the transformation tests: apply steps with the checker after each,
+compare a transformed program's outputs with the original's on the interpreter, check a
+refusal's reason, and find sizes small enough to test a library schedule at."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from dojo_core import interp
 from dojo_core.checker import check
 from dojo_core.kernels import random_inputs
 from dojo_core.parser import parse
 from dojo_core.printer import print_program
-from dojo_core.transforms import apply_step
+from dojo_core.transforms import NotApplicable, apply_step, explain
+from dojo_core.walks import replay
 
 
 def applied(text: str, *steps):
@@ -27,3 +30,46 @@ def assert_same_outputs(before, after, seed: int = 3, rtol: float = 2e-4, atol: 
     want, got = interp.run(before, x), interp.run(after, x)
     for k in want:
         np.testing.assert_allclose(got[k], want[k], rtol=rtol, atol=atol)
+
+
+def assert_refused(program, step: str, reason: str):
+    """``step`` is not legal at ``program``: explain gives a reason starting with ``reason``
+    and apply_step raises NotApplicable."""
+    why = explain(program, step)
+    assert why is not None and why.startswith(reason), why
+    with pytest.raises(NotApplicable):
+        apply_step(program, step)
+
+
+def replay_or_none(program, texts):
+    """The program after the step texts, or None when one of them does not apply."""
+    try:
+        return replay(program, texts)
+    except NotApplicable:
+        return None
+
+
+def scaled(default, texts):
+    """(small program, scheduled program) for the steps ``texts`` of a kernel at default
+    sizes: every size divided by 8, 4 or 2 (the first that the steps apply at); failing
+    that, sizes divided one at a time, each by the largest of 8, 4, 2 that keeps every step
+    applicable (tiles tuned to a default size, like conv2d's 8-pixel blocks of W = 56, need
+    that size kept).  None when no size could be made smaller."""
+    for divisor in (8, 4, 2):
+        small = default.with_sizes({k: max(1, v // divisor) for k, v in default.sizes})
+        scheduled = replay_or_none(small, texts)
+        if scheduled is not None:
+            return small, scheduled
+    sizes = dict(default.sizes)
+    for key in list(sizes):
+        for divisor in (8, 4, 2):
+            trial = {**sizes, key: max(1, default.size_values[key] // divisor)}
+            if trial[key] == sizes[key]:
+                continue
+            if replay_or_none(default.with_sizes(trial), texts) is not None:
+                sizes = trial
+                break
+    if sizes == dict(default.sizes):
+        return None
+    small = default.with_sizes(sizes)
+    return small, replay(small, texts)

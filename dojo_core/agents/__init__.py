@@ -1,9 +1,12 @@
-"""Search agents over the transformation game (issue 7).  The contract is in ``base.py``.
+"""Search agents over the transformation game.  The contract is in ``base.py``.
 
 ``AGENTS`` maps an agent name to the dotted path of its factory (a class or function
 called with the agent's options); ``make_agent(name, **options)`` imports it on first use,
 so registering an agent is one line here and importing this package stays cheap.
 Unknown names are a ValueError that lists the known ones.
+
+Also, loaded on first use: ``Measurement`` (what an agent's measure callback returns,
+``base.py``) and ``export_records`` (a history as training records, ``dataset.py``).
 """
 from __future__ import annotations
 
@@ -31,4 +34,15 @@ def make_agent(name: str, **options):
     return agent_factory(name)(**options)
 
 
-__all__ = ["AGENTS", "agent_factory", "make_agent"]
+_HOME = {"Measurement": "base", "export_records": "dataset"}
+
+
+def __getattr__(name: str):
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_HOME[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = ["AGENTS", "agent_factory", "make_agent", "Measurement", "export_records"]

@@ -60,10 +60,10 @@ def _stride(access: ir.Access, iterator: str) -> str:
             form = linear(index)
             coeffs.append(sum(c for k, c in form.items()
                               if isinstance(k, ir.Var) and k.name == iterator))
-            if any(not isinstance(k, (ir.Var, int)) and iterator in _names(k) for k in form):
+            if any(not isinstance(k, (ir.Var, int)) and iterator in ir.var_names(k) for k in form):
                 return "strided"
         except Exception:                                               # noqa: BLE001
-            return "strided" if iterator in _names(index) else "invariant"
+            return "strided" if iterator in ir.var_names(index) else "invariant"
     if not any(coeffs):
         return "invariant"
     if coeffs[-1] in (1, -1) and not any(coeffs[:-1]):
@@ -71,8 +71,16 @@ def _stride(access: ir.Access, iterator: str) -> str:
     return "strided"
 
 
-def _names(expr) -> set:
-    return {e.name for e in ir.walk_expr(expr) if isinstance(e, ir.Var)}
+def _bytes(dtype: str, dims, env) -> int:
+    """Bytes of a buffer of ``dtype`` and ``dims`` under ``env``; a dimension that does not
+    evaluate there counts as 1."""
+    size = DTYPE_BYTES.get(dtype, 4)
+    for d in dims:
+        try:
+            size *= max(1, int(_eval(d, env)))
+        except (KeyError, ValueError, ZeroDivisionError, TypeError):
+            pass
+    return size
 
 
 @dataclass
@@ -165,12 +173,7 @@ class _Walker:
         return extent * inside
 
     def local(self, local: ir.Local, stack: list, trips: float) -> None:
-        size = DTYPE_BYTES.get(local.dtype, 4)
-        for d in local.dims:
-            try:
-                size *= max(1, int(_eval(d, self.env)))
-            except (KeyError, ValueError, ZeroDivisionError, TypeError):
-                pass
+        size = _bytes(local.dtype, local.dims, self.env)
         self.dtypes[local.name] = local.dtype
         f = self.f
         f["locals"] += 1
@@ -260,13 +263,7 @@ class _Walker:
         f["log2_local_access_bytes"] = log2_1p(self.lbytes)
         array_bytes = 0
         for a in p.arrays:
-            n = DTYPE_BYTES.get(a.dtype, 4)
-            for d in a.dims:
-                try:
-                    n *= max(1, int(_eval(d, p.size_values)))
-                except (KeyError, ValueError, ZeroDivisionError, TypeError):
-                    pass
-            array_bytes += n
+            array_bytes += _bytes(a.dtype, a.dims, p.size_values)
         f["log2_array_bytes"] = log2_1p(array_bytes)
         f["log2_intensity"] = f["log2_flops"] - f["log2_array_bytes"]
         f["log2_executions"] = log2_1p(self.execs)

@@ -1,8 +1,11 @@
 """Code generators (DESIGN.md section 5): C99 + OpenMP for CPUs (``generate_c``), with the
-target descriptions of ``targets``; CUDA lives in ``codegen.cuda`` where present."""
+target descriptions of ``targets``; CUDA lives in ``codegen.cuda`` where present;
+``generate_c_mapped`` gives the same C with the IR line of each C line (``line_map``)."""
 from __future__ import annotations
 
-from .c import CodegenError, generate_c, timing_entry
+from .c import CodegenError, generate_c
+from .c_entry import timing_entry
+from .line_map import generate_c_mapped
 from .targets import TARGETS, Target, detect_host_target, get_target
 
 CUDA_TARGET = "cuda"
@@ -19,5 +22,5 @@ def generate(program, target=None) -> str:
     return generate_c(program, target)
 
 
-__all__ = ["generate", "generate_c", "timing_entry", "CodegenError", "TARGETS", "Target",
+__all__ = ["generate", "generate_c", "generate_c_mapped", "timing_entry", "CodegenError", "TARGETS", "Target",
            "detect_host_target", "get_target", "CUDA_TARGET"]

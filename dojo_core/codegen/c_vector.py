@@ -45,7 +45,7 @@ class _NoVector(Exception):
 def coef(expr, v: str, sizes: dict):
     """The coefficient of iterator v in an integer expression affine in v (other iterators
     may appear anywhere v does not), or None."""
-    if v not in {n.name for n in ir.walk_expr(expr) if isinstance(n, ir.Var)}:
+    if v not in ir.var_names(expr):
         return 0
     if isinstance(expr, ir.Var):
         return 1
@@ -443,7 +443,7 @@ class VectorLowering:
         """('v', code, prec) vector of T; ('s', code, prec) invariant scalar of T;
         ('m', code, prec) lane mask; ('b', code, prec) invariant scalar condition."""
         gen, sizes = self.gen, self.gen.sizes
-        names = {n.name for n in ir.walk_expr(expr) if isinstance(n, ir.Var)}
+        names = ir.var_names(expr)
         if v not in names:
             code, t, prec = gen.ex.value(expr, T)
             gen._note_libm(expr, T)

@@ -53,22 +53,8 @@ def contains_gpu(stmt) -> bool:
 
 def vars_in(stmts) -> set:
     """Every Var name used in the statements (bounds, indices, values, dims)."""
-    out = set()
-    for s in ir.walk_stmts(stmts):
-        exprs = []
-        if isinstance(s, ir.Loop):
-            exprs = [s.lo, s.hi]
-        elif isinstance(s, ir.Assign):
-            exprs = [s.target, s.value]
-        elif isinstance(s, ir.Local):
-            exprs = list(s.dims)
-        for e in exprs:
-            out.update(n.name for n in ir.walk_expr(e) if isinstance(n, ir.Var))
-    return out
-
-
-def vars_of(expr) -> set:
-    return {n.name for n in ir.walk_expr(expr) if isinstance(n, ir.Var)}
+    return {n for s in ir.walk_stmts(stmts) for e in ir.stmt_exprs(s, local_dims=True)
+            for n in ir.var_names(e)}
 
 
 def accesses(stmts):

@@ -17,6 +17,7 @@ Pure Python + numpy. Guarantees:
 """
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -30,7 +31,7 @@ from .catalog import CATALOG, DEFAULT_RANGE, KernelInfo
 __all__ = [
     "KERNEL_DIR", "KernelInfo", "NUMPY_DTYPES", "list_kernels", "kernel_path", "load_kernel",
     "info", "reference", "run_reference", "random_inputs", "array_shape", "declared_bytes",
-    "steps_path", "steps_files",
+    "steps_path", "steps_files", "estimated_work",
 ]
 
 KERNEL_DIR = Path(__file__).resolve().parent
@@ -48,12 +49,19 @@ def list_kernels() -> list:
     return sorted(p.stem for p in KERNEL_DIR.glob("*.dojo"))
 
 
-def kernel_path(name: str) -> Path:
-    """The path of ``NAME.dojo``; KeyError for a name that is not a library kernel."""
+def dojo_file(directory: Path, name: str) -> Optional[Path]:
+    """``directory/NAME.dojo`` when that file exists, else None; KeyError when ``name`` is not
+    a name (so no path outside ``directory`` is ever formed)."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise KeyError(f"not a kernel name: {name!r}")
-    path = KERNEL_DIR / f"{name}.dojo"
-    if not path.is_file():
+    path = directory / f"{name}.dojo"
+    return path if path.is_file() else None
+
+
+def kernel_path(name: str) -> Path:
+    """The path of ``NAME.dojo``; KeyError for a name that is not a library kernel."""
+    path = dojo_file(KERNEL_DIR, name)
+    if path is None:
         raise KeyError(f"no kernel named {name!r} (known: {', '.join(list_kernels())})")
     return path
 
@@ -148,6 +156,34 @@ def declared_bytes(program: ir.Program) -> int:
 
 # ----------------------------------------------------------------------------- data
 
+def estimated_work(program: ir.Program) -> int:
+    """An upper bound on the number of statement instances (interval arithmetic on bounds)."""
+    sizes = program.size_values
+
+    def bound(expr, env, pick):
+        try:
+            return eval_dim(expr, {**sizes, **{k: v[pick] for k, v in env.items()}})
+        except (ValueError, KeyError, ZeroDivisionError):
+            return None
+
+    def count(body, env, mult):
+        total = 0
+        for stmt in body:
+            if isinstance(stmt, ir.Assign):
+                total += mult
+            elif isinstance(stmt, ir.Loop):
+                los = [bound(stmt.lo, env, p) for p in (0, 1)]
+                his = [bound(stmt.hi, env, p) for p in (0, 1)]
+                if None in los + his:
+                    return math.inf
+                lo, hi = min(los), max(his)
+                n = max(0, hi - lo)
+                total += count(stmt.body, {**env, stmt.iterator: (lo, max(lo, hi - 1))}, mult * n)
+        return total
+
+    return count(program.body, {}, 1)
+
+
 def random_inputs(program: ir.Program, seed: int = 0) -> dict:
     """Random arrays for every in and inout array of ``program`` (see module docstring).
 
@@ -163,12 +199,16 @@ def random_inputs(program: ir.Program, seed: int = 0) -> dict:
         shape = array_shape(program, decl)
         low, high = entry.range_of(decl.name) if entry else DEFAULT_RANGE
         dtype = np.dtype(NUMPY_DTYPES[decl.dtype])
-        if dtype.kind == "i":
-            values = rng.integers(int(np.ceil(low)), int(np.floor(high)) + 1, size=shape)
-        else:
-            values = rng.uniform(low, high, size=shape)
-        arrays[decl.name] = np.asarray(values, dtype=dtype)
+        arrays[decl.name] = np.asarray(random_values(rng, dtype, low, high, shape), dtype=dtype)
     return arrays
+
+
+def random_values(rng, dtype, low: float, high: float, shape):
+    """Values drawn from ``rng`` for an array of ``dtype``: integers in [ceil(low),
+    floor(high)] for an integer dtype, else uniform floats in [low, high)."""
+    if dtype.kind == "i":
+        return rng.integers(int(np.ceil(low)), int(np.floor(high)) + 1, size=shape)
+    return rng.uniform(low, high, size=shape)
 
 
 def reference(name: str, inputs: Mapping, sizes: Optional[Mapping] = None,

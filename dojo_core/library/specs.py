@@ -67,4 +67,4 @@ def reference_error(fn: emit.FunctionSpec) -> float:
                             timeout=600)
     except (harness.RunError, harness.CompileError):
         return float("inf")
-    return max(harness.compare(got, fn.reference, fn.root).values(), default=0.0)
+    return max(harness.compare(got, fn.reference, fn.program).values(), default=0.0)

@@ -27,14 +27,13 @@ from typing import Mapping, Optional, Union
 import numpy as np
 
 from .. import ir
-from ..kernels import NUMPY_DTYPES, array_shape, run_reference
+from ..kernels import NUMPY_DTYPES, array_shape, dojo_file, random_values, run_reference
 from .catalog import SUITE, SuiteKernel
 
 __all__ = ["SUITE", "SuiteKernel", "SUITE_DIR", "list_suite", "suite_path", "info", "load",
            "random_inputs", "reference"]
 
 SUITE_DIR = Path(__file__).resolve().parent / "kernels"
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _F64 = re.compile(r"\bf64\b")
 
 
@@ -52,10 +51,8 @@ def info(name: str) -> SuiteKernel:
 
 def suite_path(name: str) -> Path:
     """The path of the kernel's ``.dojo`` file; KeyError for anything else."""
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise KeyError(f"not a kernel name: {name!r}")
-    path = SUITE_DIR / f"{name}.dojo"
-    if not path.is_file():
+    path = dojo_file(SUITE_DIR, name)
+    if path is None:
         raise KeyError(f"no suite kernel named {name!r}")
     return path
 
@@ -100,11 +97,7 @@ def random_inputs(name: str, program: ir.Program, seed: int = 0) -> dict:
                 raise ValueError(f"make_inputs of {name}.{decl.name} has shape {values.shape}, "
                                  f"declared {shape}")
         else:
-            low, high = entry.range_of(decl.name)
-            if dtype.kind == "i":
-                values = rng.integers(int(np.ceil(low)), int(np.floor(high)) + 1, size=shape)
-            else:
-                values = rng.uniform(low, high, size=shape)
+            values = random_values(rng, dtype, *entry.range_of(decl.name), shape)
         arrays[decl.name] = np.asarray(values, dtype=dtype)
     return arrays
 

@@ -35,49 +35,25 @@ from ..deps import dependences, same
 from ..poly import const_value
 from . import footprint as fp
 from . import scope
-from .base import NotApplicable, Transformation
+from .planned import PlannedTransformation
 from .util import declared_names, replace_at
 
 SPACES = ("register", "stack")
 
 
-class Accumulate(Transformation):
+class Accumulate(PlannedTransformation):
     name = "accumulate"
     usage = "accumulate ARRAY at LOOP as NAME [in register|stack]"
-
-    def parse(self, words):
-        if len(words) not in (5, 7) or words[1] != "at" or words[3] != "as":
-            raise self.usage_error()
-        space = None
-        if len(words) == 7:
-            if words[5] != "in" or words[6] not in SPACES:
-                raise self.usage_error(f"unknown memory space '{' '.join(words[5:])}'")
-            space = words[6]
-        return words[0], words[2], words[4], space
-
-    def format(self, params):
-        array, loop, name, space = params
-        return f"accumulate {array} at {loop} as {name}" + (f" in {space}" if space else "")
+    plan_key = "accumulate"
+    spaces = SPACES
 
     # ------------------------------------------------------------------ analysis
 
-    def _plan(self, program, array, loop_name, use_isl=True):
-        """A dict (loop, path, decl, refs, box, load: True/False/None) or a reason; load is
-        None when only the checker can decide."""
-        plan = scope.CACHE.get(program, ("accumulate", array, loop_name, False),
-                            lambda: self._compute(program, array, loop_name, False))
-        if use_isl and isinstance(plan, str) and plan.endswith(f"({fp.NEEDS_ISL})"):
-            plan = scope.CACHE.get(program, ("accumulate", array, loop_name, True),
-                                lambda: self._compute(program, array, loop_name, True))
-        return plan
-
     def _compute(self, program, array, loop_name, use_isl):
-        if loop_name not in scope.loop_table(program):
-            return f"there is no loop '{loop_name}'"
-        loop, path, around = scope.loop_table(program)[loop_name]
-        decl = scope.visible_decl(program, path, array)
-        if decl is None:
-            return f"there is no array or local '{array}' visible at loop '{loop_name}'"
+        found = self.located(program, array, loop_name)
+        if isinstance(found, str):
+            return found
+        loop, path, around, decl = found
         refs = fp.loop_refs(program, loop_name, array, True)
         if not any(r.write for r in refs):
             return f"'{array}' is not written inside loop '{loop_name}' (stage it instead)"
@@ -134,15 +110,6 @@ class Accumulate(Transformation):
                         f"before {params[1]}")
             return f"accumulate produced an invalid program (a bug): {errors[0].message}"
         return scope.CACHE.get(program, ("accumulate-result",) + tuple(params), compute)
-
-    def apply(self, program, params):
-        plan = self._plan(program, params[0], params[1])
-        if isinstance(plan, str):
-            raise NotApplicable(plan)
-        result = self._result(program, params, plan)
-        if isinstance(result, str):
-            raise NotApplicable(result)
-        return result
 
     # ------------------------------------------------------------------ enumeration
 

@@ -43,12 +43,16 @@ def _common(program, name):
     return loop, path, None
 
 
-def carries_dependence(program, name, path) -> bool:
+def carries_dependence(program, name, path, exempt=lambda stmts: ()) -> bool:
+    """Does loop ``name`` (at ``path``) carry a dependence within one iteration of the loops
+    around it?  A statement's dependences on itself are left out when its name is in
+    ``exempt(stmts)`` (stmts: the poly statements inside the loop)."""
     deps = dependences(program)
     stmts = deps.inside(name)
     around = [l.iterator for l in loops_around(program, path)]
     cond = f"{same(around)} and v_{name}_s != v_{name}_t"
-    return deps.exists(stmts, stmts, lambda s, t: cond)
+    skip = set(exempt(stmts))
+    return deps.exists(stmts, stmts, lambda s, t: None if s.name == t.name and s.name in skip else cond)
 
 
 class _OneLoop(Transformation):
@@ -66,16 +70,22 @@ class _OneLoop(Transformation):
     def apply(self, program, params):
         return _annotate(program, params, self.annotation)
 
+    def check(self, program, name):
+        loop, path, reason = _common(program, name)
+        return reason or self.check_at(program, name, loop, path)
+
+    def check_at(self, program, name, loop, path):
+        """Why ``loop`` (an existing loop without annotations, at ``path``) may not take
+        this annotation, or None."""
+        raise NotImplementedError
+
 
 class Parallelize(_OneLoop):
     name = "parallelize"
     usage = "parallelize LOOP"
     annotation = "parallel"
 
-    def check(self, program, name):
-        loop, path, reason = _common(program, name)
-        if reason:
-            return reason
+    def check_at(self, program, name, loop, path):
         for outer in loops_around(program, path):
             if "parallel" in outer.annotations or any(a.startswith("gpu.") for a in outer.annotations):
                 return f"loop '{name}' is already inside the parallel loop '{outer.iterator}'"
@@ -91,27 +101,17 @@ class Vectorize(_OneLoop):
     usage = "vectorize LOOP"
     annotation = "vector"
 
-    def check(self, program, name):
-        loop, path, reason = _common(program, name)
-        if reason:
-            return reason
+    def check_at(self, program, name, loop, path):
         if any(isinstance(s, (ir.Loop, ir.Local)) for s in loop.body):
             return f"loop '{name}' is not innermost (its body must hold only assignments)"
         n = extent(loop, program.size_values)
         if n is None:
             return f"loop '{name}' has no constant extent"
-        deps = dependences(program)
-        stmts = deps.inside(name)
-        around = [l.iterator for l in loops_around(program, path)]
-        cond = f"{same(around)} and v_{name}_s != v_{name}_t"
         wrapped = _i8_names(program)
-        reductions = {s.name for s in stmts if _is_lane_reduction(s, stmts, wrapped)}
 
-        def carried(s, t):
-            if s.name == t.name and s.name in reductions:
-                return None   # a reduction the code generator lowers with vector accumulators
-            return cond
-        if deps.exists(stmts, stmts, carried):
+        def reductions(stmts):   # the code generator lowers them with vector accumulators
+            return {s.name for s in stmts if _is_lane_reduction(s, stmts, wrapped)}
+        if carries_dependence(program, name, path, exempt=reductions):
             return (f"loop '{name}' carries a dependence that is not a reduction, "
                     "so its iterations cannot run as SIMD lanes")
         return None
@@ -155,10 +155,7 @@ class Unroll(_OneLoop):
     usage = "unroll LOOP"
     annotation = "unroll"
 
-    def check(self, program, name):
-        loop, path, reason = _common(program, name)
-        if reason:
-            return reason
+    def check_at(self, program, name, loop, path):
         n = extent(loop, program.size_values)
         if n is None:
             return f"loop '{name}' has no constant extent"

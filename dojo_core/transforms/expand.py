@@ -69,11 +69,9 @@ class Expand(Transformation):
             return f"'{name}' is not a local declared directly in the body of loop '{where}'"
         if decl.space in ("register", "shared"):
             return f"'{name}' lives in {decl.space} storage, which cannot grow by a loop's extent"
-        if any(a.startswith("gpu.") for a in loop.annotations):
-            return f"loop '{where}' is bound to the GPU grid"
-        count = extent(loop, program.size_values)
-        if count is None:
-            return f"loop '{where}' has no constant extent at these sizes"
+        count = _loop_extent(program, loop, where)
+        if isinstance(count, str):
+            return count
         size = count * prod(const_value(d, program.size_values) for d in decl.dims)
         if size > fp.MAX_ELEMENTS:
             return (f"'{name}' expanded over '{where}' would have {size} elements, more than "
@@ -97,6 +95,17 @@ class Expand(Transformation):
         return replace_at(program, path, [expanded, with_body(loop, body)])
 
 
+def _loop_extent(program, loop, where: str):
+    """The constant extent of ``loop`` (named ``where``), or the reason a buffer cannot grow
+    by it: the loop is bound to the GPU grid, or its extent is not constant here."""
+    if any(a.startswith("gpu.") for a in loop.annotations):
+        return f"loop '{where}' is bound to the GPU grid"
+    count = extent(loop, program.size_values)
+    if count is None:
+        return f"loop '{where}' has no constant extent at these sizes"
+    return count
+
+
 def _temp_problem(program, temp, loop, where: str):
     """Why the kernel-level temp cannot get one slot per iteration of loop, or None.
 
@@ -107,11 +116,9 @@ def _temp_problem(program, temp, loop, where: str):
     crosses iterations."""
     if _used_outside(program.body, loop, temp.name):
         return f"'{temp.name}' is used outside loop '{where}'"
-    if any(a.startswith("gpu.") for a in loop.annotations):
-        return f"loop '{where}' is bound to the GPU grid"
-    count = extent(loop, program.size_values)
-    if count is None:
-        return f"loop '{where}' has no constant extent at these sizes"
+    count = _loop_extent(program, loop, where)
+    if isinstance(count, str):
+        return count
     sizes = program.size_values
     first = next((s for s in loop.body if uses_array((s,), temp.name)), None)
     if first is None or not _stores_every_element(first, temp, sizes):

@@ -54,6 +54,4 @@ class Box:
         return self.extent_exprs[d]
 
 
-def var_names(expr) -> set:
-    """The names of the variables (iterators, sizes) an expression reads."""
-    return {n.name for n in ir.walk_expr(expr) if isinstance(n, ir.Var)}
+var_names = ir.var_names          # the footprint modules take it from here

@@ -25,7 +25,7 @@ from __future__ import annotations
 import islpy as isl
 
 from .. import ir
-from ..deps import dependences, same
+from ..deps import dependences, memo, same
 from ..poly import NotAffine, Statement, affine_text
 from .base import Transformation
 from .fission import stmt_refs, uses_array
@@ -36,12 +36,7 @@ _EMPTY: dict = {}
 
 def _is_empty(text: str) -> bool:
     """Emptiness of an ISL set given as text, memoised on the text (it says everything)."""
-    found = _EMPTY.get(text)
-    if found is None:
-        if len(_EMPTY) > 4096:
-            _EMPTY.clear()
-        found = _EMPTY[text] = isl.Set(text).is_empty()
-    return found
+    return memo(_EMPTY, text, lambda t: isl.Set(t).is_empty())
 
 
 def _vars(s, t) -> str:

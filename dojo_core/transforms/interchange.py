@@ -11,40 +11,21 @@ from __future__ import annotations
 
 from .. import ir
 from ..deps import dependences, same
-from .base import Transformation
+from .base import LoopPair
 from .util import find_loop, loops_around, replace_at, uses_var
 
 
-class Interchange(Transformation):
+class Interchange(LoopPair):
     name = "interchange"
     usage = "interchange OUTER INNER"
-
-    def parse(self, words):
-        if len(words) != 2:
-            raise self.usage_error()
-        return tuple(words)
-
-    def format(self, params):
-        return f"interchange {params[0]} {params[1]}"
-
-    def candidates(self, program):
-        for loop in ir.loops(program):
-            if len(loop.body) == 1 and isinstance(loop.body[0], ir.Loop):
-                yield loop.iterator, loop.body[0].iterator
+    done = "interchanged"
 
     def check(self, program, params):
         outer_name, inner_name = params
-        outer, path = find_loop(program, outer_name)
-        if outer is None:
-            return f"there is no loop '{outer_name}'"
-        inner, _ = find_loop(program, inner_name)
-        if inner is None:
-            return f"there is no loop '{inner_name}'"
-        if not (len(outer.body) == 1 and outer.body[0] is inner):
-            return (f"loops '{outer_name}' and '{inner_name}' are not perfectly nested "
-                    f"('{inner_name}' must be the only statement in '{outer_name}')")
-        if outer.annotations or inner.annotations:
-            return "annotated loops are not interchanged; interchange before annotating"
+        pair = self.pair(program, outer_name, inner_name)
+        if isinstance(pair, str):
+            return pair
+        outer, path, inner = pair
         if uses_var([ir.Assign(ir.Access("_", ()), "=", inner.lo),
                      ir.Assign(ir.Access("_", ()), "=", inner.hi)], outer_name):
             return f"the bounds of '{inner_name}' depend on '{outer_name}'"

@@ -19,7 +19,7 @@ import os
 from .. import ir
 from ..affine import add, simplify, sub
 from ..poly import const_value
-from .base import Transformation
+from .base import LoopPair
 from .util import declared_names, extent, find_loop, fresh, replace_at, substitute_stmts
 
 
@@ -47,36 +47,16 @@ def _product(ext0, ext1, sizes):
     return value
 
 
-class Merge(Transformation):
+class Merge(LoopPair):
     name = "merge"
     usage = "merge OUTER INNER"
-
-    def parse(self, words):
-        if len(words) != 2:
-            raise self.usage_error()
-        return tuple(words)
-
-    def format(self, params):
-        return f"merge {params[0]} {params[1]}"
-
-    def candidates(self, program):
-        for loop in ir.loops(program):
-            if len(loop.body) == 1 and isinstance(loop.body[0], ir.Loop):
-                yield loop.iterator, loop.body[0].iterator
+    done = "merged"
 
     def check(self, program, params):
-        outer_name, inner_name = params
-        outer, _ = find_loop(program, outer_name)
-        if outer is None:
-            return f"there is no loop '{outer_name}'"
-        inner, _ = find_loop(program, inner_name)
-        if inner is None:
-            return f"there is no loop '{inner_name}'"
-        if not (len(outer.body) == 1 and outer.body[0] is inner):
-            return (f"loops '{outer_name}' and '{inner_name}' are not perfectly nested "
-                    f"('{inner_name}' must be the only statement in '{outer_name}')")
-        if outer.annotations or inner.annotations:
-            return "annotated loops are not merged; merge before annotating"
+        pair = self.pair(program, *params)
+        if isinstance(pair, str):
+            return pair
+        outer, _, inner = pair
         sizes = program.size_values
         for loop in (outer, inner):
             n = extent(loop, sizes)

@@ -30,47 +30,23 @@ from ..checker import check as check_program
 from ..poly import const_value
 from . import footprint as fp
 from . import scope
-from .base import NotApplicable, Transformation
+from .planned import PlannedTransformation
 from .util import declared_names, loops_around, replace_at, with_body
 
 
-class Stage(Transformation):
+class Stage(PlannedTransformation):
     name = "stage"
     usage = "stage ARRAY at LOOP as NAME [in register|stack|shared]"
-
-    def parse(self, words):
-        if len(words) not in (5, 7) or words[1] != "at" or words[3] != "as":
-            raise self.usage_error()
-        space = None
-        if len(words) == 7:
-            if words[5] != "in" or words[6] not in ir.MEMORY_SPACES:
-                raise self.usage_error(f"unknown memory space '{' '.join(words[5:])}'")
-            space = words[6]
-        return words[0], words[2], words[4], space
-
-    def format(self, params):
-        array, loop, name, space = params
-        return f"stage {array} at {loop} as {name}" + (f" in {space}" if space else "")
+    plan_key = "stage"
+    spaces = ir.MEMORY_SPACES
 
     # ------------------------------------------------------------------ analysis
 
-    def _plan(self, program, array, loop_name, use_isl=True):
-        """(loop, path, decl, refs, box) or a reason string (independent of name/space);
-        the box from the affine forms, else (use_isl) from islpy."""
-        plan = scope.CACHE.get(program, ("stage", array, loop_name, False),
-                            lambda: self._compute(program, array, loop_name, False))
-        if use_isl and isinstance(plan, str) and plan.endswith(f"({fp.NEEDS_ISL})"):
-            plan = scope.CACHE.get(program, ("stage", array, loop_name, True),
-                                lambda: self._compute(program, array, loop_name, True))
-        return plan
-
     def _compute(self, program, array, loop_name, use_isl):
-        if loop_name not in scope.loop_table(program):
-            return f"there is no loop '{loop_name}'"
-        loop, path, around = scope.loop_table(program)[loop_name]
-        decl = scope.visible_decl(program, path, array)
-        if decl is None:
-            return f"there is no array or local '{array}' visible at loop '{loop_name}'"
+        found = self.located(program, array, loop_name)
+        if isinstance(found, str):
+            return found
+        loop, path, around, decl = found
         refs = fp.loop_refs(program, loop_name, array, False)
         if any(r.write for r in refs):
             return (f"'{array}' is written inside loop '{loop_name}', so a copy made at "
@@ -133,15 +109,6 @@ class Stage(Transformation):
                         f"'{params[1]}' are not initialised there")
             return f"staging produced an invalid program (a bug): {errors[0].message}"
         return scope.CACHE.get(program, ("stage-result",) + tuple(params), compute)
-
-    def apply(self, program, params):
-        plan = self._plan(program, params[0], params[1])
-        if isinstance(plan, str):
-            raise NotApplicable(plan)
-        result = self._result(program, params, plan)
-        if isinstance(result, str):
-            raise NotApplicable(result)
-        return result
 
     # ------------------------------------------------------------------ enumeration
 

@@ -207,13 +207,5 @@ def written_in(stmts) -> set:
 
 
 def uses_var(stmts, name) -> bool:
-    for s in ir.walk_stmts(stmts):
-        exprs = []
-        if isinstance(s, ir.Loop):
-            exprs = [s.lo, s.hi]
-        elif isinstance(s, ir.Assign):
-            exprs = [s.target, s.value]
-        for e in exprs:
-            if any(isinstance(n, ir.Var) and n.name == name for n in ir.walk_expr(e)):
-                return True
-    return False
+    """Does a loop bound or an assignment in the statements read the variable ``name``?"""
+    return any(name in ir.var_names(e) for s in ir.walk_stmts(stmts) for e in ir.stmt_exprs(s))

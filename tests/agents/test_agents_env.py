@@ -51,12 +51,26 @@ def test_log_speedup_reward_and_step_budget():
 
 
 def test_max_reward_only_rewards_new_bests():
-    env = DojoEnv(tiny(), AnalyticEvaluator(), reward="max_reward")
+    """max_reward pays log(best so far / new time) for a new best and exactly 0 otherwise,
+    also when the new state is faster than the previous one but not than the best."""
+    ev = AnalyticEvaluator()
+    env = DojoEnv(tiny(), ev, reward="max_reward")
     _, info = env.reset(seed=0)
-    _, r1, *_ , info = env.step(info["actions"].index("vectorize j"))
-    assert r1 > 0
-    _, r2, *_ = env.step(info["actions"].index("split i by 2"))
-    assert r2 >= 0.0
+    root = ev.evaluate(tiny(), ()).median_s
+    _, r1, *_, info = env.step(info["actions"].index("vectorize j"))
+    best = ev.evaluate(tiny(), ("vectorize j",)).median_s
+    assert r1 == pytest.approx(math.log(root / best)) and r1 > 0
+    for text in info["actions"]:
+        if text == "stop":
+            continue
+        steps = ("vectorize j", text)
+        t = ev.evaluate(tiny(), steps).median_s
+        if t >= best:                        # a state no better than the best so far
+            break
+    else:
+        pytest.fail("every action of the state improved on it: no state to check the zero reward with")
+    _, r2, *_ = env.step(info["actions"].index(text))
+    assert r2 == 0.0
 
 
 def test_failed_state_is_penalised_and_undone():

@@ -6,19 +6,17 @@ Chromium is /usr/bin/chromium (Debian; ``.ci/run`` installs it); without it the 
 skip with that reason, except under CI=true where they fail."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from live_server import free_port, http  # noqa: F401  (re-exported to the browser tests)
 
 try:
     from playwright.sync_api import expect, sync_playwright  # noqa: F401  (re-exported)
@@ -38,22 +36,6 @@ def _missing() -> str | None:
     if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
         return f"no chromium at {CHROMIUM} (apt-get install -y chromium)"
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http(method, url, data=None, timeout=10):
-    body = None if data is None else json.dumps(data).encode()
-    req = urllib.request.Request(url, data=body, method=method, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, json.loads(r.read() or b"{}")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
 
 
 class Server:

@@ -16,17 +16,9 @@ import pytest
 
 from dojo_core import cli
 
+from kernels_text import VADD
+
 ROOT = Path(__file__).resolve().parents[2]
-
-VADD = """\
-kernel vadd(N = 16)
-in  A: f32[N]
-in  B: f32[N]
-out C: f32[N]
-
-for i in 0..N:
-  C[i] = A[i] + B[i]
-"""
 
 SCALE = """\
 kernel scale(N = 8)

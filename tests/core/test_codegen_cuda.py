@@ -39,24 +39,15 @@ from dojo_core.steps import read_steps, replay
 from dojo_core.transforms import apply_step
 from dojo_core.walks import random_walk
 
+from kernels_text import matmul_text
+
 ROOT = Path(__file__).resolve().parents[2]
 SCHEDULES = Path(__file__).parent / "cuda_schedules"
 NVCC = shutil.which("nvcc")
 GXX = shutil.which("g++")
 NVCC_FLAGS = ["-O3", "-arch=sm_90", "-Werror", "all-warnings"]
 
-MATMUL = """\
-kernel matmul(N = 64, M = 48, K = 40)
-in  A: f32[N, K]
-in  B: f32[K, M]
-out C: f32[N, M]
-
-for i in 0..N:
-  for j in 0..M:
-    C[i, j] = 0
-    for k in 0..K:
-      C[i, j] += A[i, k] * B[k, j]
-"""
+MATMUL = matmul_text(64, 48, 40)
 BOUND_STEPS = ["split i by 16", "split j by 32", "interchange i1 j0", "bind i0 gpu.block.y",
                "bind j0 gpu.block.x", "bind i1 gpu.thread.y", "bind j1 gpu.thread.x"]
 

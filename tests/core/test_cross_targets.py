@@ -38,8 +38,10 @@ from dojo_core.codegen.targets import TARGETS, is_foreign
 from dojo_core.kernels import info, list_kernels, load_kernel, random_inputs, steps_files
 from dojo_core.parser import parse
 from dojo_core.steps import read_steps
-from dojo_core.transforms import NotApplicable
 from dojo_core.walks import random_walk, replay
+
+from cross_support import require_cross_route
+from transform_checks import replay_or_none, scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 CROSS = ("arm-neon", "arm-sve", "riscv-rvv")
@@ -53,25 +55,13 @@ CONTRACTIONS = ("matmul", "bmm", "conv2d", "attention")
 def _require(target: str) -> None:
     if not is_foreign(TARGETS[target]):
         pytest.skip(f"{target} is this machine's own ISA")
-    try:
-        cross.check_route(target)
-    except cross.TargetUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must install the cross toolchains (.ci/run): {exc}")
-        pytest.skip(str(exc))
+    require_cross_route(target)
 
 
 # --------------------------------------------------------------------------- programs
 
 def _texts(path) -> list:
     return [text for _, text in read_steps(path)]
-
-
-def _replay_or_none(program, texts):
-    try:
-        return replay(program, texts)
-    except NotApplicable:
-        return None
 
 
 @lru_cache(maxsize=None)
@@ -81,23 +71,14 @@ def _schedule(name: str, filename: str):
     path = next(p for p in steps_files(name) if p.name == filename)
     texts = _texts(path)
     small = load_kernel(name, info(name).test_sizes)
-    scheduled = _replay_or_none(small, texts)
+    scheduled = replay_or_none(small, texts)
     if scheduled is not None:
         return small, scheduled
     default = load_kernel(name)
-    for divisor in (8, 4, 2):
-        small = default.with_sizes({k: max(1, v // divisor) for k, v in default.sizes})
-        scheduled = _replay_or_none(small, texts)
-        if scheduled is not None:
-            return small, scheduled
-    sizes = dict(default.sizes)
-    for key in list(sizes):
-        for divisor in (8, 4, 2):
-            trial = {**sizes, key: max(1, default.size_values[key] // divisor)}
-            if trial[key] != sizes[key] and _replay_or_none(default.with_sizes(trial), texts):
-                sizes = trial
-                break
-    small = default.with_sizes(sizes)
+    found = scaled(default, texts)
+    if found is not None:
+        return found
+    small = default.with_sizes(dict(default.sizes))
     return small, replay(small, texts)
 
 
@@ -139,7 +120,7 @@ def _check(target: str, original, program, context: str, seed: int = 0):
     lib = harness.build(program, target)
     assert lib.emulated and lib.target.name == target
     got = harness.run_c(program, inputs, threads=THREADS, library=lib)
-    errors = harness.compare(got, want, program)
+    errors = harness.compare(got, want, program, original)
     assert all(e <= 1.0 for e in errors.values()), f"{context} on {target}: {errors}"
     return lib
 

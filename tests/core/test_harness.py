@@ -21,6 +21,8 @@ from dojo_core.harness import RunError
 from dojo_core.kernels import kernel_path, load_kernel, random_inputs
 from dojo_core.source import load_source
 
+from kernels_text import VADD
+
 ROOT = Path(__file__).resolve().parents[2]
 HOST = detect_host_target()
 
@@ -29,16 +31,6 @@ HOST = detect_host_target()
 def _cache_dir(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("DOJO_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "hcache"))
 
-
-VADD = """\
-kernel vadd(N = 16)
-in  A: f32[N]
-in  B: f32[N]
-out C: f32[N]
-
-for i in 0..N:
-  C[i] = A[i] + B[i]
-"""
 
 HALF = """\
 kernel half(N = 8)

@@ -11,8 +11,10 @@ from dojo_core import interp
 from dojo_core.checker import check
 from dojo_core.kernels import list_kernels, load_kernel, random_inputs, steps_files, steps_path
 from dojo_core.steps import read_steps
-from dojo_core.transforms import NotApplicable
+from dojo_core.tolerance import relative_tolerance
 from dojo_core.walks import replay
+
+from transform_checks import scaled
 
 WITH_STEPS = [n for n in list_kernels() if steps_path(n) is not None]
 # every schedule file, NAME.steps and the target-specific NAME.TARGET.steps, as "NAME.stem"
@@ -46,37 +48,12 @@ def test_steps_replay_at_default_sizes(name):
     assert replay(load_kernel(kernel), _texts(name)) == program   # deterministic
 
 
-def _replay_or_none(program, texts):
-    try:
-        return replay(program, texts)
-    except NotApplicable:
-        return None
-
-
 def _scaled(name):
-    """(small program, scheduled program): every size divided by 8, 4 or 2 (the first that
-    the steps apply at); failing that, sizes divided one at a time, each by the largest of
-    8, 4, 2 that keeps every step applicable (tiles tuned to a default size, like conv2d's
-    8-pixel blocks of W = 56, need that size kept)."""
-    default, texts = load_kernel(name.partition(":")[0]), _texts(name)
-    for divisor in (8, 4, 2):
-        small = default.with_sizes({k: max(1, v // divisor) for k, v in default.sizes})
-        scheduled = _replay_or_none(small, texts)
-        if scheduled is not None:
-            return small, scheduled
-    sizes = dict(default.sizes)
-    for key in list(sizes):
-        for divisor in (8, 4, 2):
-            trial = {**sizes, key: max(1, default.size_values[key] // divisor)}
-            if trial[key] == sizes[key]:
-                continue
-            if _replay_or_none(default.with_sizes(trial), texts) is not None:
-                sizes = trial
-                break
-    if sizes == dict(default.sizes):
+    """(small program, scheduled program) at sizes the steps apply at (``scaled``)."""
+    found = scaled(load_kernel(name.partition(":")[0]), _texts(name))
+    if found is None:
         pytest.fail(f"{name}.steps applies at none of the scaled sizes")
-    small = default.with_sizes(sizes)
-    return small, replay(small, texts)
+    return found
 
 
 @pytest.mark.parametrize("name", SCHEDULES)
@@ -84,8 +61,10 @@ def test_steps_keep_outputs_at_scaled_sizes(name):
     small, scheduled = _scaled(name)
     inputs = random_inputs(small, 1)
     want, got = interp.run(small, inputs), interp.run(scheduled, inputs)
-    for k in want:
-        np.testing.assert_allclose(got[k], want[k], rtol=2e-4, atol=1e-4)
+    dtypes = {a.name: a.dtype for a in small.arrays}
+    for k in want:   # a long reduction may be reassociated by its schedule (tolerance.py)
+        rtol = relative_tolerance([small, scheduled], k, 2e-4, dtypes[k])
+        np.testing.assert_allclose(got[k], want[k], rtol=rtol, atol=1e-4)
 
 
 def test_matmul_schedule_has_the_structure_of_an_optimized_gemm():

@@ -9,15 +9,7 @@ from dojo_core.errors import CheckErrors, DojoError
 from dojo_core.source import MAX_BYTES, read_text
 from dojo_core.steps import parse_steps, read_steps, replay
 
-VADD = """\
-kernel vadd(N = 16)
-in  A: f32[N]
-in  B: f32[N]
-out C: f32[N]
-
-for i in 0..N:
-  C[i] = A[i] + B[i]
-"""
+from kernels_text import VADD
 
 
 def refusal(path, **kwargs) -> str:

@@ -22,6 +22,8 @@ from dojo_core.transforms import REGISTRY, apply_step, explain
 from dojo_core.transforms import footprint
 from dojo_core.transforms.base import NotApplicable
 
+from kernels_text import matmul_text
+
 MINE = ("stage", "accumulate", "layout", "inline", "materialize", "expand")
 
 
@@ -74,18 +76,7 @@ for j0 in 0..M // 16:
 
 TILED_WIDE = TILED.replace("N = 24, M = 32, K = 20", "N = 72, M = 32, K = 80")
 
-MATMUL = """\
-kernel matmul(N = 8, M = 32, K = 12)
-in  A: f32[N, K]
-in  B: f32[K, M]
-out C: f32[N, M]
-
-for i in 0..N:
-  for j in 0..M:
-    C[i, j] = 0
-    for k in 0..K:
-      C[i, j] += A[i, k] * B[k, j]
-"""
+MATMUL = matmul_text(8, 32, 12)
 
 TAIL = """\
 kernel rows(N = 100, K = 8)

@@ -12,18 +12,9 @@ from dojo_core.parser import parse
 from dojo_core.printer import print_program
 from dojo_core.transforms import NotApplicable, actions, apply_step, explain
 
-MATMUL = """\
-kernel matmul(N = 64, M = 48, K = 40)
-in  A: f32[N, K]
-in  B: f32[K, M]
-out C: f32[N, M]
+from kernels_text import matmul_text
 
-for i in 0..N:
-  for j in 0..M:
-    C[i, j] = 0
-    for k in 0..K:
-      C[i, j] += A[i, k] * B[k, j]
-"""
+MATMUL = matmul_text(64, 48, 40)
 
 HEADER = "kernel matmul(N = 64, M = 48, K = 40)\nin  A: f32[N, K]\nin  B: f32[K, M]\nout C: f32[N, M]\n\n"
 

@@ -9,20 +9,10 @@ from dojo_core.parser import parse
 from dojo_core.printer import print_program
 from dojo_core.transforms import NotApplicable, actions, apply_step, explain
 
+from kernels_text import matmul_text
 from transform_checks import applied, assert_same_outputs
 
-ODD_MATMUL = """\
-kernel matmul(N = 61, M = 45, K = 40)
-in  A: f32[N, K]
-in  B: f32[K, M]
-out C: f32[N, M]
-
-for i in 0..N:
-  for j in 0..M:
-    C[i, j] = 0
-    for k in 0..K:
-      C[i, j] += A[i, k] * B[k, j]
-"""
+ODD_MATMUL = matmul_text(61, 45, 40)
 
 HEADER = "kernel matmul(N = 61, M = 45, K = 40)\nin  A: f32[N, K]\nin  B: f32[K, M]\n" \
          "out C: f32[N, M]\n\n"

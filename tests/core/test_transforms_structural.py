@@ -22,10 +22,9 @@ from dojo_core.printer import print_program
 from dojo_core.transforms import REGISTRY, actions, apply_step, explain
 from dojo_core.transforms import fission, fuse, hoist, reorder
 
-try:
-    from dojo_core.interp import run as interp_run
-except Exception:   # pragma: no cover - the interpreter is optional for these tests
-    interp_run = None
+from kernels_text import matmul_text
+
+from dojo_core.interp import run as interp_run
 
 try:
     from strategies import programs
@@ -33,7 +32,6 @@ except ImportError:   # pragma: no cover - run from the repository root as a pac
     from tests.strategies import programs
 
 MINE = ("fuse", "fission", "reorder", "hoist", "merge")
-needs_interp = pytest.mark.skipif(interp_run is None, reason="dojo_core.interp is not available")
 
 
 def program(text: str) -> ir.Program:
@@ -85,18 +83,7 @@ def reason(p: ir.Program, text: str) -> str:
     return r
 
 
-MATMUL = """\
-kernel matmul(N = 8, M = 12, K = 10)
-in  A: f32[N, K]
-in  B: f32[K, M]
-out C: f32[N, M]
-
-for i in 0..N:
-  for j in 0..M:
-    C[i, j] = 0
-    for k in 0..K:
-      C[i, j] += A[i, k] * B[k, j]
-"""
+MATMUL = matmul_text(8, 12, 10)
 
 MATMUL_FISSIONED = """\
 kernel matmul(N = 8, M = 12, K = 10)
@@ -843,7 +830,6 @@ def _walk(p: ir.Program, rng: random.Random, n: int, kinds=MINE + ("split", "int
         yield history, cur
 
 
-@needs_interp
 @pytest.mark.parametrize("name", list_kernels())
 def test_random_legal_walks_keep_library_outputs(name):
     base = load_kernel(name, info(name).test_sizes)
@@ -870,7 +856,6 @@ def _comparable(a, b) -> bool:
     return True
 
 
-@needs_interp
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck),
           derandomize=True)
 @given(programs(), st.randoms(use_true_random=False))

@@ -7,7 +7,6 @@ Without the Arm toolchain the test skips (fails under CI)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import urllib.error
@@ -15,34 +14,20 @@ import urllib.request
 
 import pytest
 
-from dojo_core import cross
 from runners import execute, sandbox
+
+from cross_support import require_cross_route
+from kernels_text import matmul_text
 from live_server import ROOT, Server
 
 TARGET = "arm-sve"
-SOURCE = """\
-kernel mm(N = 24, M = 40, K = 16)
-in  A: f32[N, K]
-in  B: f32[K, M]
-out C: f32[N, M]
-
-for i in 0..N:
-  for j in 0..M:
-    C[i, j] = 0
-    for k in 0..K:
-      C[i, j] += A[i, k] * B[k, j]
-"""
+SOURCE = matmul_text(24, 40, 16, "mm")
 STEPS = ["fission j after s0", "interchange j2 k", "split j2 by 8", "vectorize j21",
          "parallelize i"]
 
 
 def _require():
-    try:
-        cross.check_route(TARGET)
-    except cross.TargetUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must install the cross toolchains: {exc}")
-        pytest.skip(str(exc))
+    require_cross_route(TARGET)
 
 
 def _call(method, url, data=None, token=None):
