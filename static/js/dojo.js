@@ -71,6 +71,19 @@
     }
   });
 
+  // the deferred "legal actions" panel loads itself once; once the player asked for another
+  // panel (a click on an IR line: hx-sync also aborts the load), that panel wins and the
+  // deferred answer, whenever it comes, is dropped
+  document.addEventListener("htmx:beforeRequest", function (ev) {
+    var t = ev.detail && ev.detail.target, src = ev.detail && ev.detail.elt;
+    if (t && t.id === "actions" && t.hasAttribute("data-deferred") && src !== t) t.setAttribute("data-superseded", "1");
+  });
+  document.addEventListener("htmx:beforeSwap", function (ev) {
+    var src = ev.detail && ev.detail.requestConfig && ev.detail.requestConfig.elt;
+    if (!src || src.id !== "actions" || !src.hasAttribute("data-deferred")) return;
+    if (src.hasAttribute("data-superseded") || document.getElementById("actions") !== src) ev.detail.shouldSwap = false;
+  });
+
   document.addEventListener("htmx:afterSwap", function (ev) {
     var t = ev.detail && ev.detail.target;
     if (!t) return;

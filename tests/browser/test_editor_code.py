@@ -134,6 +134,7 @@ def test_diffs_show_whole_lines_open_folds_and_mark_changes_within_lines(server,
 
     # unified: the same marks within the changed lines
     page.click("#diff a.tab[data-code=ir]")
+    expect(page.locator("#diff")).to_have_attribute("data-code", "ir")    # its own links name the IR
     page.click("#mode-unified")
     expect(page.locator("#diff table.unified tr.add mark.ch").first).to_have_text("vector")
     page.click("#mode-split")

@@ -114,7 +114,22 @@ def test_agent_run_is_one_collapsed_node_and_the_view_moves_to_its_best_step(ser
     for p in (page, viewer):
         expect(p.locator("#tree li.step")).to_have_count(n)
         expect(p.locator("#step-count")).to_have_text(f"{n} steps")
+    # the viewer got every result with its step: the same steps carry a time on both pages
+    measured = page.locator("#tree li.step[data-measured]")
+    expect(viewer.locator("#tree li.step[data-measured]")).to_have_count(measured.count())
+    for index in measured.evaluate_all("els => els.map(e => e.dataset.index)"):
+        expect(viewer.locator(f"#t-{index} .time")).to_have_text(page.locator(f"#t-{index} .time").inner_text())
     viewer_ctx.close()
+
+    # one speedup for the best step: the agent panel, the results table and the API agree
+    # (over the root timed in the run's batch on the same runner, never a root from elsewhere)
+    if best is not None:
+        _, run_json = http("GET", f"{server.url}/api/agents/{run_id}")
+        said = f"{run_json['best']['speedup']:.2f}×"
+        expect(page.locator(f"#agent-run-{run_id} .speedup")).to_have_text(said)
+        row = page.locator(f"#bench-results table.results tbody tr[data-step='{best}'][data-runner=local] td.speedup")
+        expect(row.filter(has_text=said).first).to_be_visible()
+        assert "speedup_over_start" in run_json["best"]
 
     # a fresh visitor at step 0: the whole run is one collapsed node
     visitor = context.new_page()

@@ -20,7 +20,7 @@ from webapp.agents.groups import run_groups
 from webapp.agents.models import AgentRun
 from webapp.asgi import application
 from webapp.histories import push, services
-from webapp.histories.plot import speedup_svg
+from webapp.histories.plot import roofline_svg, speedup_svg
 from webapp.histories.present import walk_items, best_step, history_tree
 from webapp.runners.models import Job
 
@@ -133,11 +133,21 @@ def test_run_groups_count_the_steps_a_run_made_not_those_it_reused():
 def test_the_plot_joins_only_the_steps_of_one_branch_in_path_order():
     series = {"r1": [(0, 1.0), (2, 1.5), (3, 2.0), (6, 3.0)]}
     svg = speedup_svg(series, path=[0, 1, 2, 3])
-    (points,) = re.findall(r'<polyline class="branch-line" data-runner="r1" points="([^"]*)"', svg)
+    (points,) = re.findall(r'<polyline class="branch-line[^"]*" data-runner="r1" points="([^"]*)"', svg)
     assert len(points.split()) == 3                                        # 0, 2, 3: not 6
     assert 'data-step="6"' in svg and 'data-step="0"' in svg
     unjoined = speedup_svg(series)
-    assert re.search(r'<polyline class="branch-line" data-runner="r1" points=""', unjoined)
+    assert re.search(r'<polyline class="branch-line[^"]*" data-runner="r1" points=""', unjoined)
+
+
+def test_the_plots_carry_no_colour_of_their_own():
+    series = {"r1": [(0, 1.0), (2, 1.5)], "r2": [(0, 1.0), (2, 2.5)]}
+    svgs = [speedup_svg(series, path=[0, 2]),
+            roofline_svg("r1", (100.0, 20.0), [(0, 0.5, 5.0), (2, 2.0, 30.0)])]
+    for svg in svgs:
+        assert svg and not re.search(r'(fill|stroke)="#', svg)           # the theme's CSS colours them
+    assert 'class="branch-line series s0"' in svgs[0] and 'class="branch-line series s1"' in svgs[0]
+    assert 'class="roof"' in svgs[1] and 'class="frame"' in svgs[1]
 
 
 # ============================================================================ pages and pushes

@@ -200,6 +200,28 @@ def test_results_table_tree_and_agent_panel_use_the_one_speedup():
     html = c.get(f"/s/{sid}/?step=1").content.decode()
     assert expected in html and f"{0.0356 / 0.0124:.2f}×" not in html
     assert f"timed in the same batch (agent-{run.id})" in html
+    best_json = c.get(f"/api/agents/{run.id}").json()["best"]   # the API says the same, named
+    assert f"{best_json['speedup']:.2f}×" == expected
+    assert best_json["speedup_over_start"] == 0.0413 / 0.0124
+
+
+def test_the_api_speedup_of_an_agent_run_is_none_without_a_root_in_its_batch():
+    runner = register()
+    c = Client()
+    sid = start(c)
+    apply(c, sid, 0, "split i by 8")
+    session = Session.objects.get(id=sid)
+    actor = services.Actor(owned=frozenset({sid}))
+    finish(runner, Job.objects.get(id=submit_step(session, actor, 0, "r1")["id"]), 0.0356)
+    run = AgentRun.objects.create(session=session, agent="greedy", budget=2, state=AgentRun.DONE, start_step=1)
+    best = finish(runner, Job.objects.get(id=submit_step(session, actor, 1, "r1", batch=f"agent-{run.id}",
+                                                             baseline=False)["id"]), 0.0124)
+    AgentRun.objects.filter(id=run.id).update(
+        best_step=1, best_median_s=0.0124, baseline_median_s=0.0150, measurements=1,
+        trials=[{"step": 1, "job": best.id, "median_s": 0.0124}])
+    best_json = c.get(f"/api/agents/{run.id}").json()["best"]
+    assert best_json["speedup"] is None                          # never 0.0356 / 0.0124 across batches
+    assert best_json["speedup_over_start"] == 0.0150 / 0.0124
 
 
 # ============================================================================ the pages
@@ -227,7 +249,7 @@ def test_the_editor_card_shows_median_spread_speedup_rates_peaks_and_provenance(
     assert "cc 12.2.0" in card and "-O3 -march=native -fopenmp" in card and "-fPIC" not in card
     # the table carries the same numbers and a roofline with a dot for the step
     table = html[html.index('id="bench-results"'):]
-    assert "2.50×" in table and 'class="plot roofline"' in table and 'class="dot" data-step="1"' in table
+    assert "2.50×" in table and 'class="plot roofline"' in table and 'class="dot series s0" data-step="1"' in table
 
 
 def test_a_noisy_result_is_flagged_with_a_rerun_button_that_benchmarks_again():

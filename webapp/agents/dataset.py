@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from dojo_core.agents.dataset import export_records
-from dojo_core.records import text_hash
+from dojo_core import text_hash
+from dojo_core.agents import export_records
 from webapp.histories.models import Session
 from webapp.histories.services import path_indices
 from webapp.refusal import Refusal

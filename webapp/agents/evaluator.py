@@ -26,7 +26,7 @@ import dataclasses
 import time
 from typing import Callable, Optional, Sequence
 
-from dojo_core.agents.base import Measurement
+from dojo_core.agents import Measurement
 from webapp.api.jobs import submit_step
 from webapp.histories import services as histories
 from webapp.histories.services import Actor

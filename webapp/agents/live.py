@@ -93,6 +93,17 @@ def best_job(run):
     return min(trials, key=lambda t: t["median_s"])["job"] if trials else None
 
 
+def best_speedup(run):
+    """The speedup of the run's best step by the one definition of webapp/runners/results.py
+    (its best job's median against the root's, measured in the same batch on the same
+    runner), exactly as the results table shows it; None when no such baseline exists."""
+    job = best_job(run)
+    if job is None:
+        return None
+    results = integration.with_speedups(integration.results_by_step(integration.jobs_for(run.session_id)))
+    return integration.speedups_by_job(results).get(job)
+
+
 def run_view(run, speedups: dict | None = None) -> dict:
     """What the run list shows of one run.  Its speedup is the best step's job's speedup by
     the results table's definition (``speedups``: ``integration.speedups_by_job``)."""
@@ -105,9 +116,14 @@ def run_view(run, speedups: dict | None = None) -> dict:
 
 
 def runs_context(session) -> dict:
-    speedups = integration.speedups_by_job(
-        integration.with_speedups(integration.results_by_step(integration.jobs_for(session.id))))
-    runs = [run_view(r, speedups) for r in AgentRun.latest(session)]
+    """The run list of the agents' panel (``run_view`` of the newest runs); the session's
+    results are read only when it has a run with a best step."""
+    latest = AgentRun.latest(session)
+    speedups = {}
+    if any(r.best_step is not None for r in latest):
+        speedups = integration.speedups_by_job(
+            integration.with_speedups(integration.results_by_step(integration.jobs_for(session.id))))
+    runs = [run_view(r, speedups) for r in latest]
     return {"session": session, "runs": runs, "active": any(not r["final"] for r in runs)}
 
 

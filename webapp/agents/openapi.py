@@ -16,10 +16,15 @@ def paths(_json, _errors, SID) -> dict:
             "step": {"type": "integer"}, "job": {"type": "integer", "nullable": True},
             "median_s": {"type": "number", "nullable": True}, "verified": {"type": "boolean"},
             "error": {"type": "string", "nullable": True}}}},
-        "baseline_median_s": {"type": "number", "nullable": True},
+        "baseline_median_s": {"type": "number", "nullable": True,
+                              "description": "the agent's own measurement of its start step"},
         "best": {"type": "object", "nullable": True, "properties": {
             "step": {"type": "integer"}, "text": {"type": "string"}, "median_s": {"type": "number"},
-            "speedup": {"type": "number", "nullable": True}}}}}
+            "speedup": {"type": "number", "nullable": True,
+                        "description": "over the root timed in the same batch on the same runner "
+                                       "(the results table's speedup); null without such a root"},
+            "speedup_over_start": {"type": "number", "nullable": True,
+                                   "description": "the agent's search ratio: baseline_median_s / median_s"}}}}}
     return {
         "/api/agents": {"get": {
             "summary": "The agents a run can name, and the largest budget",

@@ -166,12 +166,16 @@ def get_run(run_id) -> AgentRun:
 # ============================================================================ JSON
 
 def run_dict(run: AgentRun) -> dict:
-    """The JSON of ``GET /api/agents/RUN``."""
+    """The JSON of ``GET /api/agents/RUN``.  ``best.speedup`` is the one speedup of the
+    results table (over the root timed in the same batch on the same runner: ``live.best_speedup``);
+    ``best.speedup_over_start`` is the agent's own search ratio (its start step's median,
+    ``baseline_median_s``, over the best median), named so that it is never taken for it."""
     best = None
     if run.best_step is not None:
         step = run.session.steps.filter(index=run.best_step).first()
         best = {"step": run.best_step, "text": step.text if step else None,
-                "median_s": run.best_median_s, "speedup": run.speedup,
+                "median_s": run.best_median_s, "speedup": live.best_speedup(run),
+                "speedup_over_start": run.speedup,
                 "url": f"/s/{run.session_id}/?step={run.best_step}"}
     return {
         "id": run.id, "url": f"/api/agents/{run.id}", "session": run.session_id,

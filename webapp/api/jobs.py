@@ -26,9 +26,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from dojo_core import kernels
-from dojo_core.printer import print_program
-from dojo_core.records import text_hash
+from dojo_core import canonical, kernels, text_hash
 from webapp.histories import integration
 from webapp.histories import services as histories
 from webapp.histories.models import Session
@@ -182,8 +180,8 @@ def _library_source(session):
     if not session.kernel:
         return None
     try:
-        if print_program(kernels.load_kernel(session.kernel, session.sizes)) == session.source:
-            return print_program(kernels.load_kernel(session.kernel))
+        if canonical(kernels.load_kernel(session.kernel, session.sizes)) == session.source:
+            return canonical(kernels.load_kernel(session.kernel))
     except Exception:                                    # noqa: BLE001 - optional
         return None
     return None

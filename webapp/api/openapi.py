@@ -47,7 +47,9 @@ def _leaderboard_paths() -> dict:
     return {
         "/api/kernels/{name}/leaderboard": {"get": {
             "summary": "Per (sizes, hardware fingerprint): the verified measurements, best first, "
-                       "with their speedup and history step",
+                       "with their history step; an entry's speedup is over the untransformed kernel "
+                       "timed in the same job or batch on the same runner (null without one), its "
+                       "speedup_across_runs over the board's fastest untransformed run (not timed together)",
             "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
             "responses": {"200": _json({"type": "object", "properties": {
                 "kernel": {"type": "string"}, "boards": {"type": "array", "items": {"type": "object"}}}}),

@@ -63,7 +63,8 @@ def kernel_cards(with_results: bool = True) -> list:
 
 
 def best_speedups() -> dict:
-    """{kernel: best measured speedup over its root (same session, same runner)}."""
+    """{kernel: best measured speedup over its root}: by the one definition of
+    webapp/runners/results.py (the root timed in the same job or batch on the same runner)."""
     if not integration.available():
         return {}
     try:

@@ -21,11 +21,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from dojo_core.asm import assembly
-from dojo_core.codegen.line_map import generate_c_mapped
-from dojo_core.codegen.targets import get_target
-from dojo_core.compile import CompileError, find_compiler
-from dojo_core.harness import flags_for
+from dojo_core import CompileError, assembly
+from dojo_core.codegen import generate_c_mapped, get_target
 
 from .diffs import line_tokens, render
 
@@ -48,15 +45,15 @@ def asm_view(program) -> dict:
     if mapped is None:
         return {"error": why}
     try:
-        return _asm_view(program, mapped, find_compiler())
+        return _asm_view(program, mapped)
     except CompileError as exc:
         return {"error": f"No assembly: {exc}"}
 
 
 @lru_cache(maxsize=64)
-def _asm_view(program, mapped, cc) -> dict:
+def _asm_view(program, mapped) -> dict:
     target = get_target(None)
-    asm = assembly(mapped.text, flags_for(target), cc)
+    asm = assembly(mapped.text, target)
     used = sorted({a.c_line for a in asm.lines if a.c_line is not None and not a.label})
     colour = {line: k % PALETTE for k, line in enumerate(used)}
     counts = {}

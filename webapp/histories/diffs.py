@@ -27,7 +27,7 @@ from typing import NamedTuple
 from pygments.lexers import CLexer, CudaLexer, GasLexer
 from pygments.token import STANDARD_TYPES, Token
 
-from dojo_core.highlight import DojoLexer
+from dojo_core import DojoLexer
 
 MIN_SIMILAR = 0.3
 _WORD = re.compile(r"\w+|\s+|[^\w\s]")

@@ -9,8 +9,7 @@ against which threshold; a share of peak is given only against the runner's meas
 """
 from __future__ import annotations
 
-from dojo_core.errors import DojoError
-from dojo_core.parser import parse
+from dojo_core import DojoError, parse
 from webapp.runners import results as rr
 from webapp.runners.services import gpu_binds
 
@@ -118,7 +117,10 @@ def step_rows(results: dict, steps: dict, index: int) -> list[dict]:
 
 
 def gpu_binds_of(ir_text: str) -> list[str]:
-    """The gpu binds of a step's stored IR (``runners.services.gpu_binds``); [] if it does not parse."""
+    """The gpu binds of a step's stored IR (``runners.services.gpu_binds``); [] if it does not parse.
+    A bind is printed as its ``gpu.AXIS`` annotation, so IR without that text is not parsed."""
+    if "gpu." not in ir_text:
+        return []
     try:
         return gpu_binds(parse(ir_text, "<step>"))
     except (DojoError, RecursionError):

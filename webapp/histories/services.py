@@ -24,10 +24,7 @@ from dataclasses import dataclass, field
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from dojo_core import kernels
-from dojo_core.errors import DojoError
-from dojo_core.printer import print_program
-from dojo_core.source import load_source
+from dojo_core import DojoError, canonical, kernels, load
 from webapp.refusal import Refusal
 
 from . import engine, push
@@ -168,7 +165,7 @@ def checked_root(kernel=None, source=None, sizes=None):
                 raise Refusal(400, f"unknown kernel: {reason}") from None
             raise Refusal(400, f"kernel {kernel} has no size {reason!r} "
                                f"(sizes: {', '.join(kernels.load_kernel(kernel).size_values)})") from None
-        text = print_program(program)
+        text = canonical(program)
         name = kernel
     else:
         if not isinstance(source, str):
@@ -180,14 +177,14 @@ def checked_root(kernel=None, source=None, sizes=None):
             raise Refusal(400, "<source>:1:1: not a text (NUL byte)")
         text = source.replace("\r\n", "\n").replace("\r", "\n")
         try:
-            program = load_source(text, "<source>", sizes or None)
+            program = load(text, "<source>", sizes or None)
         except DojoError as exc:
             errors = getattr(exc, "errors", None) or [exc]
             raise Refusal(400, str(exc), errors=[
                 {"line": e.line, "col": e.col, "message": e.message} for e in errors]) from None
         except RecursionError:
             raise Refusal(400, "<source>:1:1: nested too deeply") from None
-        text = print_program(program)
+        text = canonical(program)
         name = ""
     try:
         program = engine.root_program(text)

@@ -27,9 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from dojo_core.errors import DojoError
-from dojo_core.records import text_hash
-from dojo_core.steps import parse_steps
+from dojo_core import DojoError, parse_steps, text_hash
 from webapp.refusal import Refusal
 from webapp.runners.models import Job, Runner
 

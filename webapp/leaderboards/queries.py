@@ -3,9 +3,18 @@
 A *board* is one (kernel, sizes, hardware fingerprint): every done and verified job of a
 library kernel at those sizes on runners with that fingerprint
 (``dojo_core.records.fingerprint_of_hardware`` of the hardware the result was stored with),
-best (lowest median) first.  An entry's ``speedup`` is the board's best untransformed
-median (jobs with no steps) over its own, None when the untransformed kernel was not
-measured there.  Entries link to their history step (``/s/ID/?step=N``) when the job came
+best (lowest median) first.  Entries rank by median: they ran on hardware with one
+fingerprint, but in different sessions, at different times.  So an entry carries two ratios:
+
+* ``speedup``: the one definition of webapp/runners/results.py, the untransformed kernel's
+  median over the entry's, both timed in the same job or batch on the same runner (an
+  untransformed run is 1x); None when its run timed no root alongside it.  The boards'
+  ``best_speedup`` and ``best_known`` use only this one.
+* ``speedup_across_runs``: the board's fastest untransformed median over the entry's, from
+  runs that were not timed together (None without an untransformed run there); the page
+  names it as such.
+
+Entries link to their history step (``/s/ID/?step=N``) when the job came
 from a history.
 
 ``job_record`` turns a job into the records.py format, so that the library builder
@@ -21,11 +30,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from dojo_core import fingerprint_of_hardware, program_hash, text_hash
 from dojo_core.kernels import load_kernel
-from dojo_core.library.select import full_sizes, size_key
-from dojo_core.records import fingerprint_of_hardware, program_hash, text_hash
+from dojo_core.library import full_sizes, size_key
 from webapp.histories.integration import hardware_summary
 from webapp.histories.models import Step
+from webapp.runners import results as runner_results
 from webapp.runners.models import Job, Runner
 
 MAX_JOBS = 20000
@@ -150,16 +160,26 @@ def leaderboards(kernel=None) -> list:
             "max_s": record["max_s"], "steps": len(record["steps"]), "step_texts": record["steps"],
             "runner": record["runner"], "url": history_url(job),
             "session": job.session_id, "step": job.step_index, "gflops": (job.result or {}).get("gflops"),
-            "finished": record["time"], "program_hash": job.program_hash})
+            "finished": record["time"], "program_hash": job.program_hash,
+            "measurement": runner_results.measurement({
+                "id": job.id, "state": "done", "result": job.result, "batch": job.batch,
+                "step_index": 0 if not record["steps"] else job.step_index, "runner": record["runner"]})})
     out = []
     for board in boards.values():
+        measured = [e["measurement"] for e in board["entries"] if e["measurement"]]
+        runner_results.assign_speedups(measured)
+        for e in board["entries"]:
+            m = e.pop("measurement")
+            e["speedup"] = m.get("speedup") if m else None
         entries = distinct_programs(sorted(board["entries"], key=lambda e: (e["median_s"], e["job"])))
         base = [e["median_s"] for e in entries if e["steps"] == 0]
         board["baseline_s"] = min(base) if base else None
         for e in entries:
-            e["speedup"] = board["baseline_s"] / e["median_s"] if board["baseline_s"] else None
+            e["speedup_across_runs"] = board["baseline_s"] / e["median_s"] if board["baseline_s"] else None
         speedups = [e["speedup"] for e in entries if e["speedup"]]
         board["best_speedup"] = max(speedups) if speedups else None
+        across = [e["speedup_across_runs"] for e in entries if e["speedup_across_runs"]]
+        board["best_speedup_across_runs"] = max(across) if across else None
         board["entries"], board["runners"] = entries, sorted(board["runners"])
         out.append(board)
     out.sort(key=lambda b: (b["kernel"], size_key(b["sizes"]), b["entries"][0]["median_s"]))
@@ -178,7 +198,8 @@ def distinct_programs(entries: list) -> list:
 
 def best_known(boards=None) -> dict:
     """{kernel: [{"speedup", "hardware", "fingerprint", "sizes", "url"}, ...]}: per
-    fingerprint its best speedup at any size, best first."""
+    fingerprint its best speedup at any size, best first; only speedups by the one
+    definition (over the root timed in the same job or batch on the same runner)."""
     best = {}
     for board in boards if boards is not None else leaderboards():
         if not board["best_speedup"]:

@@ -22,8 +22,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from dojo_core import kernels as library
-from dojo_core.library import build_library
-from dojo_core.library.select import LibraryError, RunnerInfo, record_fingerprint, resolve_target
+from dojo_core.library import LibraryError, RunnerInfo, build_library, record_fingerprint, resolve_target
 from webapp.jsonapi import error, json_view
 
 from . import queries

@@ -35,14 +35,8 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from dojo_core import ir, kernels
-from dojo_core.checker import MAX_SIZE, check
-from dojo_core.errors import CheckErrors, DojoError
-from dojo_core.parser import parse
-from dojo_core.printer import print_program
-from dojo_core.records import program_hash
-from dojo_core.source import parse_sizes
-from dojo_core.steps import parse_steps, replay
+from dojo_core import (MAX_SIZE, MAX_STEPS, DojoError, canonical, ir, kernels, load, parse, parse_steps,
+                       program_hash, replay)
 from runners import tickets
 
 from . import dispatch, notify
@@ -55,7 +49,6 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,39}$")
 MAX_SOURCE = 64 * 1024          # bytes of UTF-8, as for a session's source
 VALIDATE_BUDGET_S = 4.0         # checking and replaying one job's program
-MAX_STEPS = 2000
 MAX_JSON = 64 * 1024
 RESULT_FIELDS = ("median_s", "min_s", "max_s", "q1_s", "q3_s", "gflops", "gbytes_per_s",
                  "verified", "max_error", "compiler", "flags", "threads", "baseline", "error")
@@ -207,23 +200,24 @@ def clean_options(options) -> dict:
     return out
 
 
-def library_label(name: str, canonical: str) -> str:
-    """``name`` when ``canonical`` is the library kernel ``name``'s own canonical text, else
+def library_label(name: str, text: str) -> str:
+    """``name`` when ``text`` is the library kernel ``name``'s own canonical text, else
     "": a job's kernel label comes from its source, never from what a request claims."""
     try:
-        lib = print_program(parse(kernels.kernel_path(name).read_text(), f"{name}.dojo"))
+        lib = canonical(parse(kernels.kernel_path(name).read_text(), f"{name}.dojo"))
     except Exception:                                            # noqa: BLE001 - not a library kernel
         return ""
-    return name if lib == canonical else ""
+    return name if lib == text else ""
 
 
-def library_work(name: str, canonical: str, sizes: dict) -> dict:
-    """{"flops", "bytes"} when the kernel is the library's kernel ``name`` unchanged."""
+def library_work(name: str, text: str, sizes: dict) -> dict:
+    """{"flops", "bytes"} when the kernel (canonical ``text``) is the library's kernel ``name``
+    unchanged."""
     try:
-        if not library_label(name, canonical):
+        if not library_label(name, text):
             return {}
         entry = kernels.info(name)
-        program = parse(canonical, "<source>").with_sizes(sizes) if sizes else parse(canonical, "<source>")
+        program = parse(text, "<source>").with_sizes(sizes) if sizes else parse(text, "<source>")
         values = program.size_values
         work = {"flops": entry.flops(values) if entry.flops is not None else None,
                 "bytes": entry.bytes(values) if getattr(entry, "bytes", None) is not None else None}
@@ -247,24 +241,22 @@ def validate(source: str, steps, sizes) -> tuple[str, str, list, dict, str, list
     steps = _clean_steps(steps)
     sizes = _clean_sizes(sizes)
     try:
-        program = parse(source, "<source>")
-        canonical = print_program(program)
-        program = parse_sizes(program, sizes, "<source>")
-        errors = check(program, "<source>", budget_s=max(0.1, deadline - time.monotonic()))
-        if errors:
-            raise DojoError(errors[0].message, errors[0].line, errors[0].col, "<source>") \
-                if len(errors) == 1 else CheckErrors(errors)
+        text = canonical(parse(source, "<source>"))
+        program = load(source, "<source>", sizes, budget_s=max(0.1, deadline - time.monotonic()))
         final = program
-        for n, text in enumerate(steps, start=1):
+        for n, step in enumerate(steps, start=1):
             if time.monotonic() > deadline:
                 raise DojoError(f"replaying the steps takes longer than the budget "
                                 f"({VALIDATE_BUDGET_S:g} s)", n, 1, "<steps>")
-            final = replay(final, [(n, text)], "<steps>")
+            try:
+                final = replay(final, [step])
+            except DojoError as exc:
+                raise DojoError(f"step '{step}': {exc.message}", n, 1, "<steps>") from None
     except DojoError as exc:
         raise ValueError(str(exc)) from None
     except RecursionError:
         raise ValueError("source: nested too deeply") from None
-    return canonical, program.name, steps, sizes, program_hash(final), gpu_binds(final)
+    return text, program.name, steps, sizes, program_hash(final), gpu_binds(final)
 
 
 
@@ -285,7 +277,7 @@ def submit_benchmark(source: str, steps=None, sizes=None, runner: str | None = N
     runner, webapp/runners/results.py); None: a batch of its own.  A program with gpu binds
     is refused (GpuBindsRefused, a NoRunner) before anything is queued."""
     created = timezone.now()
-    canonical, name, steps, sizes, phash, binds = validate(source, steps, sizes)
+    text, name, steps, sizes, phash, binds = validate(source, steps, sizes)
     if expect_hash is not None and phash != expect_hash:
         raise ValueError(f"the job's program (source, sizes and steps) is not the program of step "
                          f"{step_index} of session {session_id}")
@@ -309,8 +301,8 @@ def submit_benchmark(source: str, steps=None, sizes=None, runner: str | None = N
                 raise NoRunner("no runner is online")
             raise NoRunner(f"no online runner matches {runner!r} ("
                            + (f"online: {', '.join(online)})" if online else "no runner is online)"))
-        job = Job(source=canonical, steps=steps, sizes=sizes, kernel=library_label(name, canonical)[:100],
-                  options=options, work=library_work(name, canonical, sizes), runner=target, requested_runner=runner,
+        job = Job(source=text, steps=steps, sizes=sizes, kernel=library_label(name, text)[:100],
+                  options=options, work=library_work(name, text, sizes), runner=target, requested_runner=runner,
                   max_attempts=max_attempts or int(setting("DOJO_JOB_MAX_ATTEMPTS", 3)),
                   session_id=session_id, step_index=step_index, created=created,
                   dispatched=timezone.now(), submitter=str(submitter or "")[:80], program_hash=phash,

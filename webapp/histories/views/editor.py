@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import push_url, reswap, retarget
 
-from dojo_core.transforms import explain
+from dojo_core import explain_at
 from webapp.refusal import Refusal
 
 from .. import engine, integration, services, transfer
@@ -19,10 +19,6 @@ from ..tree import tree_context
 from .bench import bench_context
 from .common import client_redirect, int_param, refused, session_or_404, step_or_404
 from .compare import diff_context
-
-# single-loop probes: why a transformation is not legal at a loop or statement
-LOOP_PROBES = ("parallelize {r}", "vectorize {r}", "unroll {r}", "split {r} by 2")
-STMT_PROBES = ("hoist {r}",)
 
 
 def ir_lines(ir_text: str, program=None) -> list:
@@ -45,7 +41,8 @@ def ir_lines(ir_text: str, program=None) -> list:
 
 def actions_context(session, steps, index, at, editable, error=None, tried="", defer=False):
     """Actions at step ``index``: grouped by kind (only those naming ``at`` when given),
-    and at a loop/statement the reasons some one-loop transformations are not legal.
+    and at a loop/statement the reasons some one-loop transformations are not legal
+    (``dojo_core.explain_at``).
     ``defer``: only a placeholder that loads them (htmx) once the page is updated."""
     ctx = {"session": session, "index": index, "at": at or "", "editable": editable, "groups": [],
            "not_legal": [], "error": error, "tried": tried, "count": 0, "replay_error": None,
@@ -58,24 +55,17 @@ def actions_context(session, steps, index, at, editable, error=None, tried="", d
         ctx["replay_error"] = r.reason
         return ctx
     found = engine.actions_of(program)
-    if at:
-        found = [a for a in found if at in engine.refs_in(a.text)]
+    there = explain_at(program, at, found) if at else None
+    if there is not None:
+        found = list(there.legal)
     groups = {}
     for a in found:
         groups.setdefault(a.kind, []).append(a.text)
     ctx["groups"] = [{"kind": k, "actions": v} for k, v in groups.items()]
     ctx["count"] = len(found)
-    if at:
-        probes = STMT_PROBES if engine.ref_kind(at) == "statement" else LOOP_PROBES
-        legal = {a.text for a in found}
-        for probe in probes:
-            text = probe.format(r=at)
-            if text in legal:
-                continue
-            reason = explain(program, text)
-            if reason:
-                ctx["not_legal"].append({"text": text, "reason": reason})
-        ctx["kind"] = engine.ref_kind(at)
+    if there is not None:
+        ctx["not_legal"] = [{"text": text, "reason": reason} for text, reason in there.not_legal]
+        ctx["kind"] = there.kind
     return ctx
 
 
