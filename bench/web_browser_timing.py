@@ -56,5 +56,6 @@ try:
 finally:
     s.stop()
 for name, xs in [(n_, x_) for n_, x_ in (("editor load (loadEventEnd)", loads), ("apply: request->first byte", srv), ("apply: whole response", net), ("apply: response kB", size), ("click action -> new IR swapped", swaps), ("click action -> new IR settled", clicks), ("benchmark on local runner", benches)) if x_]:
-    print(f"{name:34s} median {statistics.median(xs):8.1f} ms  min {min(xs):8.1f}  max {max(xs):8.1f}  n={len(xs)}  {[round(x) for x in xs]}")
+    unit = "kB" if name.endswith("kB") else "ms"
+    print(f"{name:34s} median {statistics.median(xs):8.1f} {unit}  min {min(xs):8.1f}  max {max(xs):8.1f}  n={len(xs)}  {[round(x) for x in xs]}")
 print("load average at end:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
