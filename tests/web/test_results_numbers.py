@@ -12,6 +12,7 @@ from django.test import Client
 from runners.execute import bench_command
 
 from webapp.agents import live
+from webapp.histories.present import fmt_time
 from webapp.agents.models import AgentRun
 from webapp.api.jobs import submit_step
 from webapp.histories import integration, services
@@ -354,3 +355,9 @@ def test_the_spread_bar_scales_to_twice_the_median_and_marks_a_clipped_max():
     tight = spread_bar({"median_s": 1.0, "min_s": 0.9, "max_s": 1.2, "q1_s": None, "q3_s": None}, width=60)
     assert not tight["clipped"] and tight["max"] == 60 and tight["median"] == 50.0 and tight["box"] is None
     assert spread_bar({"median_s": 1.0, "min_s": None, "max_s": None}) is None
+
+
+def test_durations_read_in_their_unit():
+    """A tiny kernel's 40 ns is not shown as "0.0 µs"."""
+    assert [fmt_time(s) for s in (4e-8, 2.5e-6, 3.21e-3, 1.5)] == ["40 ns", "2.5 µs", "3.21 ms", "1.500 s"]
+    assert fmt_time(None) == ""

@@ -17,8 +17,12 @@ FINAL_STATES = ("done", "failed", "lost", "cancelled")
 
 
 def fmt_time(s) -> str:
+    """A duration in seconds as people read it: ns, µs, ms or s with three significant
+    digits or so ("" for None)."""
     if s is None:
         return ""
+    if s < 1e-6:
+        return f"{s * 1e9:.0f} ns"
     if s < 1e-3:
         return f"{s * 1e6:.1f} µs"
     if s < 1:
