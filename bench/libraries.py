@@ -129,6 +129,20 @@ def print_table(results, key: str) -> None:
               f"{fmt_pct(ratio(v['torch'], pk))}  {ok}; {libs}")
 
 
+# OpenBLAS's names for its x86 kernels by vector width: a target narrower than the host is
+# compared with the library's kernel of the same width, not with the host's widest one
+OPENBLAS_X86_KERNELS = {32: "Haswell", 16: "Nehalem"}
+
+
+def blas_env(target, host) -> dict:
+    """The environment that makes numpy's OpenBLAS use ``target``'s vector width: empty unless
+    the target is an x86 one narrower than this host's."""
+    if target.arch == "x86_64" and target.vector_bytes < host.vector_bytes \
+            and target.vector_bytes in OPENBLAS_X86_KERNELS:
+        return {"OPENBLAS_CORETYPE": OPENBLAS_X86_KERNELS[target.vector_bytes]}
+    return {}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", metavar="FILE", help="write the results as JSON to FILE")
@@ -188,7 +202,18 @@ def main(argv=None) -> int:
               f"(median {copy[t]['median']:.1f}; peak used: {copy[t]['peak']:.1f})")
 
     # ---------------------------------------------------------------- workers
-    workers = {t: Worker(t, not args.no_torch) for t in threads}
+    host = get_target(None)
+    envs = {tg.name: blas_env(tg, host) for tg in targets}
+    blas = {}                # environment (as a sorted tuple) -> thread count -> Worker
+    for env in envs.values():
+        key = tuple(sorted(env.items()))
+        if key not in blas:
+            blas[key] = {t: Worker(t, not args.no_torch, env_extra=env) for t in threads}
+    workers_of = {name: blas[tuple(sorted(env.items()))] for name, env in envs.items()}
+    workers = workers_of[targets[0].name]
+    for name, env in envs.items():
+        if env:
+            print(f"numpy for {name}: {' '.join(f'{k}={v}' for k, v in env.items())}")
     hello = workers[threads[0]].hello
     print(f"numpy {hello['numpy']}, torch {hello['torch'] or hello['torch_error']}")
     if hello["threadpoolctl_error"]:
@@ -204,6 +229,7 @@ def main(argv=None) -> int:
     try:
         for target, (case, kname, sizes, unit) in ((tg, c) for tg in targets for c in cases):
             fma = fmas[target.name]
+            workers = workers_of[target.name]
             entry = info(kname)
             ref = load_kernel(kname, sizes)
             spath = steps_path(kname, target)     # NAME.TARGET.steps where one exists
@@ -274,8 +300,9 @@ def main(argv=None) -> int:
                 results.append(row)
                 print(f"  measured {case} ({target.name}) at {t} thread(s)", file=sys.stderr)
     finally:
-        for w in workers.values():
-            w.close()
+        for per_thread in blas.values():
+            for w in per_thread.values():
+                w.close()
 
     # ---------------------------------------------------------------- table
     load_end = os.getloadavg()
@@ -310,7 +337,8 @@ def main(argv=None) -> int:
                       "fma_gflops_by_target": {n: {str(t): f[t] for t in threads}
                                                for n, f in fmas.items()},
                       "copy_gbs": {str(t): copy[t] for t in threads}},
-            "libraries": {str(t): workers[t].hello for t in threads},
+            "libraries": {str(t): workers_of[targets[0].name][t].hello for t in threads},
+            "libraries_env": envs,
             "rounds": args.rounds, "min_time": args.min_time,
             "results": results,
             "seconds": time.perf_counter() - started,

@@ -86,8 +86,10 @@ class Worker:
     """A numpy/torch child process at a fixed thread count, started as ``script``
     (bench/libraries.py by default) with ``--worker``."""
 
-    def __init__(self, threads: int, use_torch: bool, script=LIBRARIES_SCRIPT):
-        self.proc = spawn(script, threads, *([] if use_torch else ["--no-torch"]))
+    def __init__(self, threads: int, use_torch: bool, script=LIBRARIES_SCRIPT,
+                 env_extra: dict | None = None):
+        self.proc = spawn(script, threads, *([] if use_torch else ["--no-torch"]),
+                          env_extra=env_extra)
         self.hello = recv(self.proc.stdout)
 
     def call(self, **msg):

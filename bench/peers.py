@@ -36,11 +36,13 @@ PAUSE_S = 0.3          # between contenders: OpenBLAS/OpenMP workers stop spinni
 
 # =============================================================================== parent side
 
-def peer_env(threads: int) -> dict:
-    """This process's environment without ``UNSET``, with ``THREAD_VARS`` = threads."""
+def peer_env(threads: int, extra: dict | None = None) -> dict:
+    """This process's environment without ``UNSET``, with ``THREAD_VARS`` = threads, then
+    ``extra`` (e.g. the OpenBLAS kernel of a narrower ISA)."""
     env = {k: v for k, v in os.environ.items() if k not in UNSET}
     for k in THREAD_VARS:
         env[k] = str(threads)
+    env.update(extra or {})
     return env
 
 
@@ -49,10 +51,10 @@ def unset_here() -> list:
     return [k for k in UNSET if k in os.environ]
 
 
-def spawn(script, threads: int, *extra: str) -> subprocess.Popen:
-    """``script --worker THREADS *extra`` in a child with ``peer_env`` and this checkout
-    first on ``PYTHONPATH``; its stdin and stdout are the pipe."""
-    env = peer_env(threads)
+def spawn(script, threads: int, *extra: str, env_extra: dict | None = None) -> subprocess.Popen:
+    """``script --worker THREADS *extra`` in a child with ``peer_env(threads, env_extra)`` and
+    this checkout first on ``PYTHONPATH``; its stdin and stdout are the pipe."""
+    env = peer_env(threads, env_extra)
     path = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + path if path else "")
     cmd = [sys.executable, str(script), "--worker", str(threads), *extra]
