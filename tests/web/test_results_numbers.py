@@ -59,6 +59,13 @@ def apply(client, sid, parent, action):
     assert r.status_code in (200, 302), r.content
 
 
+def split_history(client):
+    """(session id, Session, its owner) of a matmul history with step 1 = split i by 8."""
+    sid = start(client)
+    apply(client, sid, 0, "split i by 8")
+    return sid, Session.objects.get(id=sid), services.Actor(owned=frozenset({sid}))
+
+
 def finish(runner, job, median, spread=0.02, baseline=None, **extra):
     """The runner claims ``job`` and reports a verified result with quartiles."""
     protocol.claim(runner, job.id)
@@ -159,10 +166,7 @@ def test_bad_peaks_are_refused_with_400(peaks, reason):
 def test_a_step_benchmark_times_the_root_in_the_same_job_and_the_root_alone_does_not():
     register()
     c = Client()
-    sid = start(c)
-    apply(c, sid, 0, "split i by 8")
-    session = Session.objects.get(id=sid)
-    actor = services.Actor(owned=frozenset({sid}))
+    sid, session, actor = split_history(c)
     step1 = submit_step(session, actor, 1, "r1")
     root = submit_step(session, actor, 0, "r1")
     assert step1["options"].get("baseline") is True and step1["batch"]
@@ -181,10 +185,7 @@ def test_the_runner_adds_baseline_to_the_bench_command_only_for_steps():
 def test_results_table_tree_and_agent_panel_use_the_one_speedup():
     runner = register()
     c = Client()
-    sid = start(c)
-    apply(c, sid, 0, "split i by 8")
-    session = Session.objects.get(id=sid)
-    actor = services.Actor(owned=frozenset({sid}))
+    sid, session, actor = split_history(c)
     # an earlier, faster root measurement in another batch must not be used
     finish(runner, Job.objects.get(id=submit_step(session, actor, 0, "r1")["id"]), 0.0356)
     run = AgentRun.objects.create(session=session, agent="greedy", budget=2, state=AgentRun.DONE)
@@ -209,10 +210,7 @@ def test_results_table_tree_and_agent_panel_use_the_one_speedup():
 def test_the_api_speedup_of_an_agent_run_is_none_without_a_root_in_its_batch():
     runner = register()
     c = Client()
-    sid = start(c)
-    apply(c, sid, 0, "split i by 8")
-    session = Session.objects.get(id=sid)
-    actor = services.Actor(owned=frozenset({sid}))
+    sid, session, actor = split_history(c)
     finish(runner, Job.objects.get(id=submit_step(session, actor, 0, "r1")["id"]), 0.0356)
     run = AgentRun.objects.create(session=session, agent="greedy", budget=2, state=AgentRun.DONE, start_step=1)
     best = finish(runner, Job.objects.get(id=submit_step(session, actor, 1, "r1", batch=f"agent-{run.id}",
@@ -230,10 +228,7 @@ def test_the_api_speedup_of_an_agent_run_is_none_without_a_root_in_its_batch():
 def test_the_editor_card_shows_median_spread_speedup_rates_peaks_and_provenance():
     runner = register()
     c = Client()
-    sid = start(c)
-    apply(c, sid, 0, "split i by 8")
-    session = Session.objects.get(id=sid)
-    actor = services.Actor(owned=frozenset({sid}))
+    sid, session, actor = split_history(c)
     job = Job.objects.get(id=submit_step(session, actor, 1, "r1")["id"])
     finish(runner, job, 0.002, spread=0.02, baseline=0.005)
     html = c.get(f"/s/{sid}/?step=1").content.decode()
@@ -256,10 +251,7 @@ def test_the_editor_card_shows_median_spread_speedup_rates_peaks_and_provenance(
 def test_a_noisy_result_is_flagged_with_a_rerun_button_that_benchmarks_again():
     runner = register()
     c = Client()
-    sid = start(c)
-    apply(c, sid, 0, "split i by 8")
-    session = Session.objects.get(id=sid)
-    actor = services.Actor(owned=frozenset({sid}))
+    sid, session, actor = split_history(c)
     finish(runner, Job.objects.get(id=submit_step(session, actor, 1, "r1")["id"]), 0.0124, spread=0.4,
            baseline=0.02)
     html = c.get(f"/s/{sid}/?step=1").content.decode()
@@ -277,10 +269,7 @@ def test_a_noisy_result_is_flagged_with_a_rerun_button_that_benchmarks_again():
 def test_a_pushed_job_update_carries_the_card_of_the_jobs_step():
     runner = register()
     c = Client()
-    sid = start(c)
-    apply(c, sid, 0, "split i by 8")
-    session = Session.objects.get(id=sid)
-    actor = services.Actor(owned=frozenset({sid}))
+    sid, session, actor = split_history(c)
     job = finish(runner, Job.objects.get(id=submit_step(session, actor, 1, "r1")["id"]), 0.003, baseline=0.006)
     html = job_update_html(Session.objects.get(id=sid), job_dict(job))
     assert '<section id="step-results" class="step-results" data-step="1" hx-swap-oob="true"' in html
@@ -333,10 +322,7 @@ def test_the_runners_page_shows_the_measured_peaks():
 def test_a_quiet_rerun_replaces_a_noisy_result_even_when_slower():
     runner = register()
     c = Client()
-    sid = start(c)
-    apply(c, sid, 0, "split i by 8")
-    session = Session.objects.get(id=sid)
-    actor = services.Actor(owned=frozenset({sid}))
+    sid, session, actor = split_history(c)
     finish(runner, Job.objects.get(id=submit_step(session, actor, 1, "r1")["id"]), 0.0100, spread=0.5,
            baseline=0.02)
     entry = integration.with_speedups(integration.results_by_step(integration.jobs_for(sid)))[1]
