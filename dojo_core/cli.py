@@ -22,6 +22,9 @@ Guarantees (tests and outside tools rely on them)
   * Every refusal is one line per error on stderr.  Errors in the kernel read
     ``FILE:LINE:COL: message``; errors in a steps file read
     ``S:LINE:1: step 'TEXT': REASON``; errors in .npz files read ``PATH: message``.
+    Refusals are told apart by type only: every one is a ``DojoError`` (errors.py), printed
+    as its str(); C back-end errors get their kind's prefix (``c_errors``), library
+    errors ``library build: ``.
   * Never a traceback: an unexpected exception (a bug) prints
     ``FILE:1:1: internal error: TYPE: message`` and exits 1
     (set DOJO_TRACEBACK=1 to see the traceback as well).
@@ -37,7 +40,7 @@ import os
 import sys
 
 from .errors import DojoError
-from .npz import NpzError, read_inputs, write_outputs
+from .npz import read_inputs, write_outputs
 from .source import parse_size_args
 
 
@@ -315,12 +318,9 @@ def main(argv=None) -> int:
     filename = getattr(args, "file", None) or "<command line>"
     try:
         return args.func(args)
-    except DojoError as exc:
+    except DojoError as exc:              # every refusal; an unlocated one prints as it is
         if exc.filename == "<input>":     # raised by a layer that does not know the file
             exc = exc.located(filename)
-        _eprint(str(exc))
-        return 1
-    except NpzError as exc:
         _eprint(str(exc))
         return 1
     except (KeyboardInterrupt, BrokenPipeError):

@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from .errors import Unlocated
 
-class CompileError(Exception):
+
+class CompileError(Unlocated):
     """The C compiler refused the source, timed out, or is missing; str() is the reason."""
 
 

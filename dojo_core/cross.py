@@ -48,13 +48,14 @@ from .codegen.targets import Target, get_target, host_arch, is_foreign
 from .compile import (CompileError, Compiled, _errors, _run, cache_dir, cache_key,
                       compiler_version, find_compiler, run_in_group)
 from .cross_sources import KMPC_MAX_ARGS, KMPC_SHIM, driver_source
+from .errors import Unlocated
 
 
 class TargetUnavailable(CompileError):
     """The target cannot be built and run on this machine; str() says why."""
 
 
-class EmulationError(Exception):
+class EmulationError(Unlocated):
     """The executable failed under the emulator (crash, timeout); str() says why."""
 
 

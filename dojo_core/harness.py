@@ -49,6 +49,7 @@ from .codegen import generate_c, get_target, timing_entry
 from .codegen.targets import is_foreign
 from .codegen.c_expr import CTYPES
 from .compile import CompileError, Compiled, compile_shared
+from .errors import Unlocated
 from .kernels import estimated_work
 from .tolerance import relative_tolerance
 
@@ -61,7 +62,7 @@ TOLERANCE = {"f32": (1e-4, 1e-5), "bf16": (1e-2, 1e-2), "f16": (1e-2, 1e-2),
              "f64": (1e-9, 1e-9), "i32": (0, 0), "i64": (0, 0), "i8": (0, 0)}
 
 
-class RunError(Exception):
+class RunError(Unlocated):
     """A kernel run or measurement failed (timeout, crash, bad inputs); str() says why."""
 
 

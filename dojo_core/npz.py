@@ -13,8 +13,10 @@ from __future__ import annotations
 import os
 import zipfile
 
+from .errors import Unlocated
 
-class NpzError(Exception):
+
+class NpzError(Unlocated):
     """A refusal about an .npz file; str() is the whole one-line message."""
 
 

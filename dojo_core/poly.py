@@ -20,6 +20,9 @@ from . import ir
 
 
 class NotAffine(Exception):
+    """Not a DojoError: an internal signal; the checker turns it into a located DojoError
+    and the transforms that catch it refuse instead, so it never reaches a user."""
+
     def __init__(self, message: str, node=None):
         super().__init__(message)
         self.node = node

@@ -19,7 +19,8 @@ import urllib.parse
 
 
 class Refused(Exception):
-    """The server answered 4xx; ``status`` and ``data`` (the JSON answer) say why."""
+    """The server answered 4xx; ``status`` and ``data`` (the JSON answer) say why.  Not a
+    DojoError: a transport signal the runner daemon handles itself (logs, retries or exits 2)."""
 
     def __init__(self, status: int, data: dict):
         self.status, self.data = status, data
@@ -27,7 +28,8 @@ class Refused(Exception):
 
 
 class Unreachable(Exception):
-    """The server could not be reached within the patience given."""
+    """The server could not be reached within the patience given.  Not a DojoError: a
+    transport signal the runner daemon handles itself (logs, retries or exits 2)."""
 
 
 class Client:

@@ -11,8 +11,9 @@ Guarantees of a view decorated with ``json_view(*methods, before=None, csrf_exem
 * ``before(request)``, when given, runs first: it may set attributes on the request,
   return a response (which is answered as it is), or raise a Refusal;
 * a ``Refusal`` is answered ``{"error": reason, **extra}`` with its status (and
-  ``Retry-After`` from ``retry_after``); a ``ValueError`` (bad input in a service) is
-  answered 400 with its message.  Nothing else is caught: a bug stays a 500.
+  ``Retry-After`` from ``retry_after``); a tool-chain ``DojoError`` is answered as
+  ``refusal_of`` (webapp/refusal.py) says, its text unchanged; a ``ValueError`` (bad input
+  in a service) is answered 400 with its message.  Nothing else is caught: a bug stays a 500.
 
 ``parse_body(request)`` is the body parser: the JSON object of the body, ``{}`` for an
 empty one; a Refusal 413 past ``MAX_BODY`` bytes, 415 for another content type, 400
@@ -27,7 +28,8 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from django.views.decorators import csrf
 
-from webapp.refusal import Refusal
+from dojo_core import DojoError
+from webapp.refusal import Refusal, refusal_of
 
 MAX_BODY = 8 * 1024 * 1024          # a history import is the largest body
 MAX_ID = (1 << 63) - 1
@@ -93,6 +95,8 @@ def json_view(*methods, before=None, csrf_exempt=True):
                 return view(request, *args, **kwargs)
             except Refusal as r:
                 return refusal_response(r)
+            except DojoError as exc:
+                return refusal_response(refusal_of(exc))
             except ValueError as exc:
                 return error(400, str(exc))
         return csrf.csrf_exempt(inner) if csrf_exempt else inner

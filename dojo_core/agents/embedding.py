@@ -35,6 +35,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..errors import Unlocated
+
 BUCKETS = 4096
 PROJECTION_SEED = 20260407
 _TOKEN = re.compile(r"(?:max|min)=|[A-Za-z_][A-Za-z0-9_.]*|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|"
@@ -47,7 +49,7 @@ KEYWORDS = frozenset({
 })
 
 
-class EmbeddingError(Exception):
+class EmbeddingError(Unlocated):
     """An embedding endpoint could not give a vector (the message says why)."""
 
 

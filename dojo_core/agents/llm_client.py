@@ -36,6 +36,7 @@ import urllib.error
 import urllib.request
 from typing import Callable, Optional
 
+from ..errors import Unlocated
 from .base import Agent, Measurement, SearchEvent, SearchResult, Trial
 
 STOP = "STOP"
@@ -47,7 +48,7 @@ SYSTEM_PROMPT = (
     "Answer ACTION: STOP when nothing is likely to help.")
 
 
-class ChatError(Exception):
+class ChatError(Unlocated):
     """The endpoint could not be reached or gave no usable answer."""
 
 
@@ -261,8 +262,8 @@ class LLMAgent(Agent):
 
 # ============================================================================ over the HTTP API
 
-class ApiError(Exception):
-    pass
+class ApiError(Unlocated):
+    """The PerfDojo server could not be reached or refused a call; str() says why."""
 
 
 class PerfDojoAPI:

@@ -38,6 +38,7 @@ from __future__ import annotations
 from math import prod
 
 from .. import ir
+from ..errors import Unlocated
 from ..poly import const_value
 from . import c_vector, parallel
 from .c_math import streamable_arrays
@@ -58,8 +59,9 @@ _ALLOC = """static inline void *dojo_alloc(size_t bytes)
 }"""
 
 
-class CodegenError(ValueError):
-    """The program cannot be translated to C (e.g. an unsupported dtype)."""
+class CodegenError(Unlocated, ValueError):
+    """The program cannot be translated to C (e.g. an unsupported dtype); still a ValueError
+    for the callers that catch bad input as one."""
 
 
 class CGenerator:

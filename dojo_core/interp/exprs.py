@@ -21,7 +21,8 @@ F64 = np.dtype(np.float64)
 
 
 class TranslationError(ValueError):
-    """The program cannot be translated (it was not checked, or uses an unknown name)."""
+    """The program cannot be translated (it was not checked, or uses an unknown name).
+    Not a DojoError: a checked program always translates, so one reaching a user is a bug."""
 
 
 def numpy_dtype(dtype: str) -> np.dtype:

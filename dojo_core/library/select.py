@@ -26,12 +26,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
+from ..errors import Unlocated
 from ..records import fingerprint_of_hardware, machine_fingerprint
 
 _FINGERPRINT = re.compile(r"[0-9a-f]{16}\Z")
 
 
-class LibraryError(Exception):
+class LibraryError(Unlocated):
     """A refusal of the library builder or loader; str() is one line saying why."""
 
 

@@ -21,7 +21,8 @@ from ..affine import sub
 
 
 class BoxError(Exception):
-    """The footprint has no usable bounding box; the message says why (one sentence)."""
+    """The footprint has no usable bounding box; the message says why (one sentence).
+    Not a DojoError: an internal signal, turned into NotApplicable by the transforms."""
 
 
 @dataclass(frozen=True)

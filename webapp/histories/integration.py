@@ -20,7 +20,8 @@ NOT_AVAILABLE = "benchmarking not available yet"
 
 
 class Unavailable(Exception):
-    pass
+    """Benchmarking is not installed here.  Not a DojoError: a state of the web service,
+    not of the tool chain; webapp/api/jobs.py answers it 503."""
 
 
 def _services():

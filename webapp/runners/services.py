@@ -55,7 +55,8 @@ RESULT_FIELDS = ("median_s", "min_s", "max_s", "q1_s", "q3_s", "gflops", "gbytes
 
 
 class NoRunner(ValueError):
-    """No online runner matches the request."""
+    """No online runner matches the request.  Not a DojoError: a state of the web service,
+    not of the tool chain; webapp/api/jobs.py answers it 409."""
 
 
 class GpuBindsRefused(NoRunner):
