@@ -36,31 +36,14 @@ ASSOCIATIVE_OPS = ("+=", "*=")
 MAX_CORNERS = 6          # bounds depending on more enclosing iterators are taken as unknown
 
 
-def _names(expr) -> set:
-    if isinstance(expr, ir.Var):
-        return {expr.name}
-    if isinstance(expr, ir.Access):
-        return {expr.array}.union(*(_names(i) for i in expr.indices))
-    if isinstance(expr, ir.BinOp):
-        return _names(expr.lhs) | _names(expr.rhs)
-    if isinstance(expr, ir.Neg):
-        return _names(expr.operand)
-    if isinstance(expr, ir.Call):
-        return set().union(*(_names(a) for a in expr.args))
-    return set()
-
-
 def _read(expr) -> set:
-    """The arrays and locals an expression reads."""
-    if isinstance(expr, ir.Access):
-        return {expr.array}.union(*(_read(i) for i in expr.indices))
-    if isinstance(expr, ir.BinOp):
-        return _read(expr.lhs) | _read(expr.rhs)
-    if isinstance(expr, ir.Neg):
-        return _read(expr.operand)
-    if isinstance(expr, ir.Call):
-        return set().union(*(_read(a) for a in expr.args))
-    return set()
+    """The arrays and locals an expression reads (in its indices too)."""
+    return {e.array for e in ir.walk_expr(expr) if isinstance(e, ir.Access)}
+
+
+def _names(expr) -> set:
+    """Every name an expression uses: iterators, sizes, arrays and locals."""
+    return ir.var_names(expr) | _read(expr)
 
 
 def _extent(loop, sizes: dict, ranges: dict):

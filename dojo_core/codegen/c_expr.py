@@ -26,8 +26,9 @@ import numpy as np
 
 from .. import ir
 from ..poly import const_value
-from .scalar import (ADD, BIN_PREC, INTS, MUL, PRIMARY, UNARY, ValueLowering, context_type,
-                     int_tree, paren, promote, safe_names)
+from .expr_base import HelperSet, IndexLowering, float_helpers
+from .scalar import (ADD, INTS, MUL, PRIMARY, UNARY, context_type, int_tree, paren, promote,
+                     safe_names)
 
 CTYPES = {"f32": "float", "f64": "double", "f16": "_Float16", "bf16": "float",
           "i32": "int32_t", "i64": "int64_t", "i8": "int8_t", "bool": "int"}
@@ -46,12 +47,6 @@ ptrdiff_t INT64_C INFINITY NAN NULL EOF memcpy memset malloc free aligned_alloc 
 exp expf log logf sqrt sqrtf tanh tanhf erf erff fabs fabsf pow powf fmod fmodf floor floorf
 copysign copysignf clock_gettime timespec omp_set_num_threads main errno
 """.split())
-
-
-
-
-
-
 
 
 def literal(value, t: str):
@@ -74,31 +69,7 @@ def literal(value, t: str):
     return text, (UNARY if text.startswith("-") else PRIMARY)
 
 
-
-
 # --------------------------------------------------------------------------- helpers
-
-_FLOAT_HELPERS = {
-    "max": "static inline {T} dojo_max_{t}({T} a, {T} b) {{ return (a > b || a != a) ? a : b; }}",
-    "min": "static inline {T} dojo_min_{t}({T} a, {T} b) {{ return (a < b || a != a) ? a : b; }}",
-    "fmod": """static inline {T} dojo_mod_{t}({T} a, {T} b)
-{{
-  {T} r = {fmod}(a, b);
-  if (b == 0) return r;
-  if (r != 0) return ((r < 0) != (b < 0)) ? r + b : r;
-  return {copysign}(0, b);
-}}""",
-    "ffloordiv": """static inline {T} dojo_floordiv_{t}({T} a, {T} b)
-{{
-  {T} m = {fmod}(a, b), d, f;
-  if (b == 0) return a / b;
-  d = (a - m) / b;
-  if (m != 0 && ((b < 0) != (m < 0))) d -= 1;
-  if (d == 0) return {copysign}(0, a / b);
-  f = {floor}(d);
-  return (d - f > 0.5) ? f + 1 : f;
-}}""",
-}
 
 HELPER_TEXT = {
     "min": "static inline int64_t dojo_min(int64_t a, int64_t b) { return a < b ? a : b; }",
@@ -129,33 +100,25 @@ static inline float dojo_round_bf16(float x)
   return x;
 }""",
 }
-for _t, _T, _sfx in (("f32", "float", "f"), ("f64", "double", ""), ("f16", "_Float16", "f")):
-    for _k, _tmpl in _FLOAT_HELPERS.items():
-        _ct = "float" if _t == "f16" else _T
-        HELPER_TEXT[f"{_k}_{_t}"] = _tmpl.format(
-            T=_T, t=_t, fmod=f"fmod{_sfx}", copysign=f"copysign{_sfx}", floor=f"floor{_sfx}")
-HELPER_ORDER = list(HELPER_TEXT)
+HELPER_TEXT.update(float_helpers(
+    (("f32", "float", "f"), ("f64", "double", ""), ("f16", "_Float16", "f")),
+    "static inline", notes=False, suffixed_half=False))
 
 
-class Helpers:
+class Helpers(HelperSet):
     """The set of helpers (and extra text) a translation unit uses."""
 
-    def __init__(self):
-        self.used = set()
-        self.extra = {}          # key -> text, emitted after the helpers, in key order
+    HELPER_TEXT = HELPER_TEXT
 
-    def use(self, name: str) -> None:
-        if name not in HELPER_TEXT:
-            raise KeyError(name)
-        self.used.add(name)
+    def __init__(self):
+        super().__init__()
+        self.extra = {}          # key -> text, emitted after the helpers, in key order
 
     def add(self, key: str, text: str) -> None:
         self.extra.setdefault(key, text)
 
     def text(self) -> list:
-        out = [HELPER_TEXT[n] for n in HELPER_ORDER if n in self.used]
-        out += [self.extra[k] for k in sorted(self.extra)]
-        return out
+        return super().text() + [self.extra[k] for k in sorted(self.extra)]
 
 
 # --------------------------------------------------------------------------- names
@@ -170,6 +133,8 @@ def c_names(program: ir.Program) -> dict:
 class Buffer:
     """An array, local or scalar as the generated C sees it."""
 
+    wide = False                          # C indexes every array in int64
+
     def __init__(self, name: str, cname: str, dtype: str, dims: tuple, scalar_var: bool):
         self.name, self.cname, self.dtype, self.dims = name, cname, dtype, dims
         self.scalar_var = scalar_var      # a plain C variable (scalar local)
@@ -179,83 +144,24 @@ class Buffer:
         return CTYPES[self.dtype]
 
 
-class ExprGen(ValueLowering):
-    """C text of index and value expressions for one program (see the module docstring)."""
+class ExprGen(IndexLowering):
+    """C text of index and value expressions for one program (see the module docstring);
+    indices are int64."""
 
     CTYPES, FLOATS = CTYPES, FLOATS
+    COMPACT_PRODUCTS = True
+    literal = staticmethod(literal)
 
-    def __init__(self, program: ir.Program, names: dict, helpers: Helpers):
-        self.program = program
-        self.sizes = program.size_values
-        self.names = names
-        self.helpers = helpers
-        self.buffers = {}
+    def plain_division(self, expr) -> bool:
+        """Sizes only, non-negative: C's division and remainder are Python's here."""
+        a, b = const_value(expr.lhs, self.sizes), const_value(expr.rhs, self.sizes)
+        return a is not None and b is not None and a >= 0 and b > 0
 
-    # ------------------------------------------------------------------ indices (int64)
-
-    def index(self, expr):
-        """(code, prec) of an integer index or bound expression."""
-        if isinstance(expr, ir.Const):
-            return literal(int(expr.value), "i64")
-        if isinstance(expr, ir.Var):
-            return self.names.get(expr.name, expr.name), PRIMARY
-        if isinstance(expr, ir.Neg):
-            code, p = self.index(expr.operand)
-            return f"-{paren(code, p, UNARY + 1)}", UNARY
-        if isinstance(expr, ir.BinOp) and expr.op in ("+", "-", "*"):
-            p = BIN_PREC[expr.op]
-            (lc, lp), (rc, rp) = self.index(expr.lhs), self.index(expr.rhs)
-            lc, rc = paren(lc, lp, p), paren(rc, rp, p + 1)
-            if expr.op == "*" and isinstance(expr.lhs, ir.Const) and expr.lhs.value >= 0 \
-                    and isinstance(expr.rhs, ir.Var):
-                return f"{lc}*{rc}", p
-            return f"{lc} {expr.op} {rc}", p
-        if isinstance(expr, ir.BinOp) and expr.op in ("//", "%"):
-            a, b = const_value(expr.lhs, self.sizes), const_value(expr.rhs, self.sizes)
-            if a is not None and b is not None and a >= 0 and b > 0:
-                # sizes only, non-negative: C's division and remainder are Python's here
-                (lc, lp), (rc, rp) = self.index(expr.lhs), self.index(expr.rhs)
-                op = "/" if expr.op == "//" else "%"
-                return f"{paren(lc, lp, MUL)} {op} {paren(rc, rp, MUL + 1)}", MUL
-            name = "floordiv" if expr.op == "//" else "mod"
-            self.helpers.use(name)
-            return f"dojo_{name}({self.index(expr.lhs)[0]}, {self.index(expr.rhs)[0]})", PRIMARY
-        if isinstance(expr, ir.Call) and expr.func in ("min", "max") and len(expr.args) == 2:
-            self.helpers.use(expr.func)
-            a, b = (self.index(x)[0] for x in expr.args)
-            return f"dojo_{expr.func}({a}, {b})", PRIMARY
-        raise ValueError(f"not an integer index expression: {expr!r}")
-
-    def flat_index(self, buf: Buffer, indices) -> str:
-        """Row-major flattened index (Horner form) of an access to buf."""
-        code, prec = None, PRIMARY
-        for k, e in enumerate(indices):
-            ic, ip = self.index(e)
-            if code is None:
-                code, prec = ic, ip
-                continue
-            dc, dp = self.dim_code(buf.dims[k])
-            code = f"{paren(code, prec, MUL)} * {paren(dc, dp, MUL + 1)} + {paren(ic, ip, ADD)}"
-            prec = ADD
-        return code if code is not None else "0"
-
-    def dim_code(self, dim):
-        """A dimension: a literal for locals (constant), size names for declared arrays."""
-        return self.index(dim)
-
-    def lvalue(self, acc: ir.Access) -> str:
-        buf = self.buffers[acc.array]
-        if buf.scalar_var:
-            return buf.cname
-        if not acc.indices:
-            return f"{buf.cname}[0]"
-        return f"{buf.cname}[{self.flat_index(buf, acc.indices)}]"
+    def direct_lvalue(self, buf, acc):
+        return buf.cname if buf.scalar_var else None
 
     # ------------------------------------------------------------------ values
     # (ValueLowering: value, binop, call; these are its C hooks)
-
-    def literal(self, value, t):
-        return literal(value, t)
 
     def int_value(self, expr):
         code, p = self.index(expr)

@@ -33,8 +33,9 @@ import numpy as np
 from .. import ir
 from ..errors import DojoError
 from ..poly import const_value
-from .scalar import (ADD, BIN_PREC, INTS, MUL, PRIMARY, UNARY, ValueLowering, context_type,
-                     int_tree, paren, promote, safe_names)
+from .expr_base import HelperSet, IndexLowering, float_helpers
+from .scalar import (ADD, INTS, MUL, PRIMARY, UNARY, context_type, int_tree, paren, promote,
+                     safe_names)
 
 CTYPES = {"f32": "float", "f64": "double", "bf16": "float", "i32": "int", "i64": "long long",
           "i8": "signed char", "bool": "bool"}
@@ -67,12 +68,6 @@ class CudaCodegenError(DojoError):
         super().__init__(message, loc.line if loc else 1, loc.col if loc else 1)
 
 
-
-
-
-
-
-
 def literal(value, t: str):
     """(code, prec) of a constant of type t."""
     if t in INTS or t == "bool":
@@ -90,8 +85,6 @@ def literal(value, t: str):
     if t == "f32":
         text += "f"
     return text, (UNARY if text.startswith("-") else PRIMARY)
-
-
 
 
 def cuda_names(program: ir.Program) -> dict:
@@ -147,48 +140,14 @@ HELPER_TEXT = {
   return x;
 }}""",
 }
-_FLOAT_HELPERS = {
-    "max": "/* numpy maximum/minimum: NaN propagates */\n"
-           "{D} {T} dojo_max_{t}({T} a, {T} b) {{ return (a > b || a != a) ? a : b; }}",
-    "min": "{D} {T} dojo_min_{t}({T} a, {T} b) {{ return (a < b || a != a) ? a : b; }}",
-    "fmod": """/* numpy remainder and floor_divide of floats */
-{D} {T} dojo_mod_{t}({T} a, {T} b)
-{{
-  {T} r = fmod{s}(a, b);
-  if (b == 0) return r;
-  if (r != 0) return ((r < 0) != (b < 0)) ? r + b : r;
-  return copysign{s}(0, b);
-}}""",
-    "ffloordiv": """{D} {T} dojo_floordiv_{t}({T} a, {T} b)
-{{
-  {T} m = fmod{s}(a, b), d, f;
-  if (b == 0) return a / b;
-  d = (a - m) / b;
-  if (m != 0 && ((b < 0) != (m < 0))) d -= 1;
-  if (d == 0) return copysign{s}(0, a / b);
-  f = floor{s}(d);
-  return (d - f > 0.5{s}) ? f + 1 : f;
-}}""",
-}
-for _t, _T, _s in (("f32", "float", "f"), ("f64", "double", "")):
-    for _k, _tmpl in _FLOAT_HELPERS.items():
-        HELPER_TEXT[f"{_k}_{_t}"] = _tmpl.format(D=_D, T=_T, t=_t, s=_s)
-HELPER_ORDER = list(HELPER_TEXT)
+HELPER_TEXT.update(float_helpers((("f32", "float", "f"), ("f64", "double", "")), _D,
+                                 notes=True, suffixed_half=True))
 
 
-class Helpers:
-    """The helpers a translation unit uses (emitted in HELPER_ORDER)."""
+class Helpers(HelperSet):
+    """The helpers a translation unit uses (emitted in HELPER_TEXT's order)."""
 
-    def __init__(self):
-        self.used = set()
-
-    def use(self, name: str) -> None:
-        if name not in HELPER_TEXT:
-            raise KeyError(name)
-        self.used.add(name)
-
-    def text(self) -> list:
-        return [HELPER_TEXT[n] for n in HELPER_ORDER if n in self.used]
+    HELPER_TEXT = HELPER_TEXT
 
 
 # --------------------------------------------------------------------------- buffers
@@ -212,19 +171,18 @@ class Buffer:
 
 # --------------------------------------------------------------------------- expressions
 
-class ExprGen(ValueLowering):
+class ExprGen(IndexLowering):
     """CUDA text of index and value expressions (see the module docstring)."""
 
     CTYPES, FLOATS = CTYPES, FLOATS
     INT_DIVISION = INTS + ("bool",)
     NATIVE_RSQRT = True
+    INDEX_TYPE = "i32"
+    FLAT_TERM_PREC = ADD + 1
+    literal = staticmethod(literal)
 
     def __init__(self, program: ir.Program, names: dict, helpers: Helpers):
-        self.program = program
-        self.sizes = program.size_values
-        self.names = names
-        self.helpers = helpers
-        self.buffers = {}
+        super().__init__(program, names, helpers)
         self.nonneg_iters = set()
         for loop in ir.loops(program):        # textual order: outer loops first
             if self.nonneg(loop.lo):
@@ -251,77 +209,30 @@ class ExprGen(ValueLowering):
             return any(self.nonneg(a) for a in expr.args)
         return False
 
-    def index(self, expr, wide=False):
-        """(code, prec) of an integer index or bound expression (int; with ``wide`` the
-        variables are read as long long, so products cannot overflow)."""
-        if isinstance(expr, ir.Const):
-            return literal(int(expr.value), "i32")
-        if isinstance(expr, ir.Var):
-            name = self.names.get(expr.name, expr.name)
-            if wide:
-                return f"(long long){name}", UNARY
-            return name, PRIMARY
-        if isinstance(expr, ir.Neg):
-            code, p = self.index(expr.operand, wide)
-            return f"-{paren(code, p, UNARY + 1)}", UNARY
-        if isinstance(expr, ir.BinOp) and expr.op in ("+", "-", "*"):
-            p = BIN_PREC[expr.op]
-            (lc, lp), (rc, rp) = self.index(expr.lhs, wide), self.index(expr.rhs, wide)
-            return f"{paren(lc, lp, p)} {expr.op} {paren(rc, rp, p + 1)}", p
-        if isinstance(expr, ir.BinOp) and expr.op in ("//", "%"):
-            d = const_value(expr.rhs, self.sizes)
-            if d is not None and d > 0 and self.nonneg(expr.lhs):
-                p = MUL
-                (lc, lp), (rc, rp) = self.index(expr.lhs, wide), self.index(expr.rhs, wide)
-                op = "/" if expr.op == "//" else "%"
-                return f"{paren(lc, lp, p)} {op} {paren(rc, rp, p + 1)}", p
-            name = ("floordiv" if expr.op == "//" else "mod") + ("_i64" if wide else "")
-            self.helpers.use(name)
-            a, b = self.index(expr.lhs, wide)[0], self.index(expr.rhs, wide)[0]
-            return f"dojo_{name}({a}, {b})", PRIMARY
-        if isinstance(expr, ir.Call) and expr.func in ("min", "max") and len(expr.args) == 2:
-            name = ("i" + expr.func) if not wide else f"{expr.func}_i64"
-            self.helpers.use(name)
-            a, b = (self.index(x, wide)[0] for x in expr.args)
-            return f"dojo_{name}({a}, {b})", PRIMARY
-        raise CudaCodegenError(f"not an integer index expression: {expr!r}", expr)
+    # (IndexLowering: index, flat_index, lvalue; these are its CUDA hooks: indices are int,
+    # or long long with ``wide``, so products cannot overflow)
 
-    def dim_code(self, dim):
-        return self.index(dim)
+    def index_var(self, name, wide):
+        return (f"(long long){name}", UNARY) if wide else (name, PRIMARY)
 
-    def flat_index(self, buf: Buffer, indices) -> str:
-        """Row-major flattened index (Horner form) of an access to a flat buffer."""
-        code, prec = None, PRIMARY
-        for k, e in enumerate(indices):
-            ic, ip = self.index(e)
-            if code is None:
-                code, prec = ic, ip
-                if buf.wide and len(indices) > 1:
-                    code, prec = f"(long long){paren(code, prec, UNARY)}", UNARY
-                continue
-            dc, dp = self.dim_code(buf.dims[k])
-            code = f"{paren(code, prec, MUL)} * {paren(dc, dp, MUL + 1)} + {paren(ic, ip, ADD + 1)}"
-            prec = ADD
-        return code if code is not None else "0"
+    def index_helper(self, name, wide):
+        if wide:
+            return f"{name}_i64"
+        return "i" + name if name in ("min", "max") else name
 
-    def lvalue(self, acc: ir.Access) -> str:
-        buf = self.buffers.get(acc.array)
-        if buf is None:
-            raise CudaCodegenError(f"'{acc.array}' is not visible here", acc)
+    def plain_division(self, expr) -> bool:
+        d = const_value(expr.rhs, self.sizes)
+        return d is not None and d > 0 and self.nonneg(expr.lhs)
+
+    def direct_lvalue(self, buf, acc):
         if buf.kind == "value":
             return buf.cname
         if buf.kind == "md":
-            subs = "".join(f"[{self.index(acc.indices[k])[0]}]" for k in buf.keep)
-            return buf.cname + subs
-        if not acc.indices:
-            return f"{buf.cname}[0]"
-        return f"{buf.cname}[{self.flat_index(buf, acc.indices)}]"
+            return buf.cname + "".join(f"[{self.index(acc.indices[k])[0]}]" for k in buf.keep)
+        return None
 
     # ------------------------------------------------------------------ values
     # (ValueLowering: value, binop, call; these are its CUDA hooks)
-
-    def literal(self, value, t):
-        return literal(value, t)
 
     def int_value(self, expr):
         """int arithmetic, or long long where a product could overflow int."""

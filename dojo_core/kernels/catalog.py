@@ -28,8 +28,24 @@ DEFAULT_RANGE = (-1.0, 1.0)
 F32 = 4   # bytes per element; every library kernel is f32
 
 
+class TableEntry:
+    """What a frozen dataclass entry of a kernel table (KernelInfo, suite.SuiteKernel)
+    shares: its mapping fields named in ``MAPPINGS`` are read-only copies, and
+    ``range_of`` gives an input's random range."""
+
+    MAPPINGS = ("input_ranges",)
+
+    def __post_init__(self):
+        for name in self.MAPPINGS:
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+
+    def range_of(self, array: str) -> tuple:
+        """The (low, high) range of random values for an input array."""
+        return tuple(self.input_ranges.get(array, DEFAULT_RANGE))
+
+
 @dataclass(frozen=True, eq=False)
-class KernelInfo:
+class KernelInfo(TableEntry):
     """What the library knows about one kernel besides its .dojo source.
 
     ``reference(inputs, sizes) -> outputs`` works in float64 (see references.py);
@@ -45,13 +61,21 @@ class KernelInfo:
     alt_sizes: Mapping = field(default_factory=dict)
     input_ranges: Mapping = field(default_factory=dict)
 
-    def __post_init__(self):
-        for name in ("test_sizes", "alt_sizes", "input_ranges"):
-            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+    MAPPINGS = ("test_sizes", "alt_sizes", "input_ranges")
 
-    def range_of(self, array: str) -> tuple:
-        """The (low, high) range of random values for an input array."""
-        return tuple(self.input_ranges.get(array, DEFAULT_RANGE))
+
+def _per_element(ops: int, arrays: int) -> tuple:
+    """(flops, bytes) of a kernel that does ``ops`` operations per element of an N x M
+    matrix and reads or writes ``arrays`` N x M arrays once each."""
+    return (lambda s: ops * s["N"] * s["M"]), (lambda s: F32 * arrays * s["N"] * s["M"])
+
+
+def _activation(name: str, title: str, ops: int, x_range=None) -> KernelInfo:
+    """The entry of an elementwise activation Y = f(X) of an N x M matrix (the reference
+    ``references.NAME``), ``ops`` operations per element, X drawn from ``x_range``."""
+    return KernelInfo(name, title, "elementwise", getattr(ref, name), *_per_element(ops, 2),
+                      {"N": 32, "M": 64}, {"N": 3, "M": 17},
+                      {"X": x_range} if x_range else {})
 
 
 _EPS = {"eps": (1e-5, 1e-5)}
@@ -93,9 +117,7 @@ _ENTRIES = [
         {"N": 64}, {"N": 37}),
     # ------------------------------------------------------------------ normalization
     KernelInfo(
-        "softmax", "Row softmax", "normalization", ref.softmax,
-        lambda s: 5 * s["N"] * s["M"],
-        lambda s: F32 * 2 * s["N"] * s["M"],
+        "softmax", "Row softmax", "normalization", ref.softmax, *_per_element(5, 2),
         {"N": 16, "M": 64}, {"N": 7, "M": 33}, _SOFTMAX_X),
     KernelInfo(
         "log_softmax", "Row log-softmax", "normalization", ref.log_softmax,
@@ -120,25 +142,11 @@ _ENTRIES = [
         {"N": 2, "C": 4, "H": 8, "W": 8}, {"N": 1, "C": 3, "H": 5, "W": 7},
         {**_EPS, "var": (0.5, 2.0)}),
     # ------------------------------------------------------------------ elementwise
+    _activation("gelu", "GELU activation (erf form)", 5, (-3.0, 3.0)),
+    _activation("relu", "ReLU activation", 1),
+    _activation("silu", "SiLU (swish) activation", 4, (-4.0, 4.0)),
     KernelInfo(
-        "gelu", "GELU activation (erf form)", "elementwise", ref.gelu,
-        lambda s: 5 * s["N"] * s["M"],
-        lambda s: F32 * 2 * s["N"] * s["M"],
-        {"N": 32, "M": 64}, {"N": 3, "M": 17}, {"X": (-3.0, 3.0)}),
-    KernelInfo(
-        "relu", "ReLU activation", "elementwise", ref.relu,
-        lambda s: s["N"] * s["M"],
-        lambda s: F32 * 2 * s["N"] * s["M"],
-        {"N": 32, "M": 64}, {"N": 3, "M": 17}),
-    KernelInfo(
-        "silu", "SiLU (swish) activation", "elementwise", ref.silu,
-        lambda s: 4 * s["N"] * s["M"],
-        lambda s: F32 * 2 * s["N"] * s["M"],
-        {"N": 32, "M": 64}, {"N": 3, "M": 17}, {"X": (-4.0, 4.0)}),
-    KernelInfo(
-        "add", "Elementwise addition C = A + B", "elementwise", ref.add,
-        lambda s: s["N"] * s["M"],
-        lambda s: F32 * 3 * s["N"] * s["M"],
+        "add", "Elementwise addition C = A + B", "elementwise", ref.add, *_per_element(1, 3),
         {"N": 32, "M": 64}, {"N": 5, "M": 11}),
     # ------------------------------------------------------------------ reductions, data movement
     KernelInfo(

@@ -1,15 +1,15 @@
 """One entry of the benchmark suite (see ``catalog.py`` for the conventions)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Callable, Mapping, Optional
 
-DEFAULT_RANGE = (-1.0, 1.0)
+from ..kernels.catalog import DEFAULT_RANGE, TableEntry  # noqa: F401  (DEFAULT_RANGE: re-exported)
 
 
 @dataclass(frozen=True, eq=False)
-class SuiteKernel:
+class SuiteKernel(TableEntry):
     """What the suite knows about one kernel besides its .dojo source."""
     name: str
     title: str
@@ -23,9 +23,22 @@ class SuiteKernel:
     make_inputs: Optional[Callable] = None
     input_ranges: Mapping = field(default_factory=dict)
 
-    def __post_init__(self):
-        for name in ("sizes", "test_sizes", "input_ranges"):
-            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+    MAPPINGS = ("sizes", "test_sizes", "input_ranges")
 
-    def range_of(self, array: str) -> tuple:
-        return tuple(self.input_ranges.get(array, DEFAULT_RANGE))
+
+def datasets(**extents) -> dict:
+    """PolyBench's dataset sizes, ``{"MEDIUM": {size: value}, "LARGE": {size: value}}``,
+    from one ``SIZE=(medium, large)`` pair per size, in the order given."""
+    return {dataset: {name: pair[k] for name, pair in extents.items()}
+            for k, dataset in enumerate(("MEDIUM", "LARGE"))}
+
+
+def polybench(reference, group: str, summary: str, flops, sizes, test_sizes,
+              **options) -> SuiteKernel:
+    """The entry of a PolyBench kernel: named after its reference function and titled
+    ``PolyBench LABEL: summary``, LABEL being PolyBench's own name (``-`` for ``_``, and
+    without the ``k`` that makes k2mm and k3mm Python names)."""
+    name = reference.__name__
+    label = re.sub(r"^k(?=\d)", "", name).replace("_", "-")
+    return SuiteKernel(name, f"PolyBench {label}: {summary}", group, reference, flops, sizes,
+                       test_sizes, **options)

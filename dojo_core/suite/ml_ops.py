@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .entry import SuiteKernel
+from .entry import SuiteKernel, datasets
 
 
 def grouped_conv2d(x, s):
@@ -79,61 +79,55 @@ ENTRIES = [
         "grouped_conv2d", "Grouped 2D convolution, 3x3, NCHW, padded input", "ml",
         grouped_conv2d,
         lambda s: 2 * 9 * s["N"] * s["G"] * s["FG"] * s["CG"] * s["H"] * s["W"],
-        {"MEDIUM": {"N": 1, "G": 32, "CG": 4, "FG": 4, "H": 28, "W": 28},
-         "LARGE": {"N": 4, "G": 32, "CG": 4, "FG": 4, "H": 56, "W": 56}},
+        datasets(N=(1, 4), G=(32, 32), CG=(4, 4), FG=(4, 4), H=(28, 56), W=(28, 56)),
         {"N": 2, "G": 3, "CG": 2, "FG": 3, "H": 5, "W": 7}, peer=True),
     SuiteKernel(
         "dilated_conv2d", "Dilated 2D convolution, 3x3, dilation 2, NCHW, padded input", "ml",
         dilated_conv2d,
         lambda s: 2 * 9 * s["N"] * s["F"] * s["C"] * s["H"] * s["W"],
-        {"MEDIUM": {"N": 1, "C": 32, "H": 28, "W": 28, "F": 32},
-         "LARGE": {"N": 1, "C": 64, "H": 56, "W": 56, "F": 64}},
+        datasets(N=(1, 1), C=(32, 64), H=(28, 56), W=(28, 56), F=(32, 64)),
         {"N": 1, "C": 3, "H": 6, "W": 7, "F": 4}, peer=True),
     SuiteKernel(
         "conv1d", "1D convolution, NCL, width K, padded input", "ml", conv1d,
         lambda s: 2 * s["N"] * s["F"] * s["C"] * s["L"] * s["K"],
-        {"MEDIUM": {"N": 1, "C": 64, "L": 512, "F": 64, "K": 5},
-         "LARGE": {"N": 1, "C": 128, "L": 1024, "F": 128, "K": 5}},
+        datasets(N=(1, 1), C=(64, 128), L=(512, 1024), F=(64, 128), K=(5, 5)),
         {"N": 2, "C": 3, "L": 11, "F": 4, "K": 3}, peer=True),
     SuiteKernel(
         "linear_bias_gelu", "Linear layer with bias fused with tanh-approximation GELU",
         "ml", linear_bias_gelu,
         lambda s: 2 * s["N"] * s["K"] * s["M"] + 10 * s["N"] * s["M"],
-        {"MEDIUM": {"N": 32, "K": 256, "M": 1024},
-         "LARGE": {"N": 128, "K": 768, "M": 3072}},
+        datasets(N=(32, 128), K=(256, 768), M=(1024, 3072)),
         {"N": 5, "K": 7, "M": 9}, peer=True),
     SuiteKernel(
         "causal_scores", "Causal attention probabilities softmax(mask(Q K^T scale))", "ml",
         causal_scores,
         lambda s: 2 * s["S"] * s["S"] * s["D"] + 6 * s["S"] * s["S"],
-        {"MEDIUM": {"S": 256, "D": 64}, "LARGE": {"S": 1024, "D": 64}},
+        datasets(S=(256, 1024), D=(64, 64)),
         {"S": 9, "D": 5}, peer=True, input_ranges={"scale": (0.125, 0.125)}),
     SuiteKernel(
         "batched_transpose", "Batched transpose B x N x M -> B x M x N", "ml",
         batched_transpose, None,
-        {"MEDIUM": {"B": 8, "N": 128, "M": 256}, "LARGE": {"B": 16, "N": 512, "M": 512}},
+        datasets(B=(8, 16), N=(128, 512), M=(256, 512)),
         {"B": 3, "N": 5, "M": 7}, peer=True),
     SuiteKernel(
         "col_mean", "Column means (reduction over axis 0)", "ml", col_mean,
         lambda s: s["N"] * s["M"] + s["M"],
-        {"MEDIUM": {"N": 512, "M": 768}, "LARGE": {"N": 4096, "M": 1024}},
+        datasets(N=(512, 4096), M=(768, 1024)),
         {"N": 13, "M": 7}, peer=True),
     SuiteKernel(
         "softmax_cols", "Column softmax (softmax over axis 0)", "ml", softmax_cols,
         lambda s: 5 * s["N"] * s["M"],
-        {"MEDIUM": {"N": 256, "M": 512}, "LARGE": {"N": 2048, "M": 1024}},
+        datasets(N=(256, 2048), M=(512, 1024)),
         {"N": 11, "M": 6}, peer=True, input_ranges=_SOFTMAX_X),
     SuiteKernel(
         "group_norm", "Group normalization, NCHW, with gamma, beta and eps", "ml", group_norm,
         lambda s: s["N"] * s["G"] * (8 * s["CG"] * s["H"] * s["W"] + 4),
-        {"MEDIUM": {"N": 1, "G": 32, "CG": 4, "H": 32, "W": 32},
-         "LARGE": {"N": 1, "G": 32, "CG": 10, "H": 64, "W": 64}},
+        datasets(N=(1, 1), G=(32, 32), CG=(4, 10), H=(32, 64), W=(32, 64)),
         {"N": 2, "G": 3, "CG": 2, "H": 4, "W": 5}, peer=True,
         input_ranges={"eps": (1e-5, 1e-5)}),
     SuiteKernel(
         "swiglu", "SwiGLU feed-forward gate silu(X W1) * (X W2)", "ml", swiglu,
         lambda s: 4 * s["N"] * s["K"] * s["M"] + 5 * s["N"] * s["M"],
-        {"MEDIUM": {"N": 16, "K": 512, "M": 1408},
-         "LARGE": {"N": 32, "K": 1024, "M": 2816}},
+        datasets(N=(16, 32), K=(512, 1024), M=(1408, 2816)),
         {"N": 3, "K": 8, "M": 10}, peer=True),
 ]

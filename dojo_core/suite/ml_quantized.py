@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .entry import SuiteKernel
+from .entry import SuiteKernel, datasets
 
 
 def int8_matmul(x, s):
@@ -29,8 +29,7 @@ ENTRIES = [
         "int8_matmul", "Quantized matmul, int8 x int8 -> int32 (exact accumulation)",
         "ml/quantized", int8_matmul,
         lambda s: 2 * s["M"] * s["N"] * s["K"],
-        {"MEDIUM": {"M": 256, "N": 256, "K": 256},
-         "LARGE": {"M": 1024, "N": 1024, "K": 1024}},
+        datasets(M=(256, 1024), N=(256, 1024), K=(256, 1024)),
         {"M": 7, "N": 9, "K": 24}, peer=True, dtypes=("i8",),
         input_ranges={"A": _INT8, "B": _INT8}),
 ]

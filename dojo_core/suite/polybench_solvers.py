@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .entry import SuiteKernel
+from .entry import datasets, polybench
 
 
 def _sums(n):
@@ -275,59 +275,34 @@ def nussinov_flops(s):
 
 
 ENTRIES = [
-    SuiteKernel(
-        "cholesky", "PolyBench cholesky: in-place Cholesky factorisation A = L L^T",
-        "polybench/solvers", cholesky, cholesky_flops,
-        {"MEDIUM": {"N": 400}, "LARGE": {"N": 2000}}, {"N": 20},
-        peer=True, make_inputs=cholesky_inputs),
-    SuiteKernel(
-        "durbin", "PolyBench durbin: Levinson-Durbin solution of a Toeplitz system",
-        "polybench/solvers", durbin, durbin_flops,
-        {"MEDIUM": {"N": 400}, "LARGE": {"N": 2000}}, {"N": 18},
-        peer=True, make_inputs=durbin_inputs),
-    SuiteKernel(
-        "gramschmidt", "PolyBench gramschmidt: QR decomposition by modified Gram-Schmidt",
-        "polybench/solvers", gramschmidt, gramschmidt_flops,
-        {"MEDIUM": {"M": 200, "N": 240}, "LARGE": {"M": 1000, "N": 1200}},
-        {"M": 20, "N": 14}, make_inputs=gramschmidt_inputs),
-    SuiteKernel(
-        "lu", "PolyBench lu: in-place LU decomposition without pivoting",
-        "polybench/solvers", lu, lu_flops,
-        {"MEDIUM": {"N": 400}, "LARGE": {"N": 2000}}, {"N": 20},
-        make_inputs=dominant_inputs),
-    SuiteKernel(
-        "ludcmp", "PolyBench ludcmp: LU decomposition and the solution of A x = b",
-        "polybench/solvers", ludcmp, ludcmp_flops,
-        {"MEDIUM": {"N": 400}, "LARGE": {"N": 2000}}, {"N": 18},
-        make_inputs=dominant_inputs),
-    SuiteKernel(
-        "trisolv", "PolyBench trisolv: forward substitution L x = b",
-        "polybench/solvers", trisolv, lambda s: s["N"] * s["N"],
-        {"MEDIUM": {"N": 400}, "LARGE": {"N": 2000}}, {"N": 22},
-        peer=True, make_inputs=trisolv_inputs),
-    SuiteKernel(
-        "correlation", "PolyBench correlation: correlation matrix of the columns of data",
-        "polybench/datamining", correlation, correlation_flops,
-        {"MEDIUM": {"M": 240, "N": 260}, "LARGE": {"M": 1200, "N": 1400}},
-        {"M": 12, "N": 20}, peer=True, make_inputs=correlation_inputs),
-    SuiteKernel(
-        "covariance", "PolyBench covariance: covariance matrix of the columns of data",
-        "polybench/datamining", covariance, covariance_flops,
-        {"MEDIUM": {"M": 240, "N": 260}, "LARGE": {"M": 1200, "N": 1400}},
-        {"M": 12, "N": 20}, peer=True, make_inputs=covariance_inputs),
-    SuiteKernel(
-        "deriche", "PolyBench deriche: Deriche recursive edge-detection filter",
-        "polybench/medley", deriche, deriche_flops,
-        {"MEDIUM": {"W": 720, "H": 480}, "LARGE": {"W": 4096, "H": 2160}},
-        {"W": 20, "H": 14}, input_ranges={"alpha": (0.2, 0.3), "imgIn": (0.0, 1.0)}),
-    SuiteKernel(
-        "floyd_warshall", "PolyBench floyd-warshall: all-pairs shortest paths",
-        "polybench/medley", floyd_warshall, lambda s: 2 * s["N"] ** 3,
-        {"MEDIUM": {"N": 500}, "LARGE": {"N": 2800}}, {"N": 16},
-        dtypes=("i32",), make_inputs=floyd_warshall_inputs),
-    SuiteKernel(
-        "nussinov", "PolyBench nussinov: RNA folding by dynamic programming",
-        "polybench/medley", nussinov, nussinov_flops,
-        {"MEDIUM": {"N": 500}, "LARGE": {"N": 2500}}, {"N": 20},
-        dtypes=("i32",), make_inputs=nussinov_inputs),
+    polybench(cholesky, "polybench/solvers", "in-place Cholesky factorisation A = L L^T",
+              cholesky_flops, datasets(N=(400, 2000)), {"N": 20}, peer=True,
+              make_inputs=cholesky_inputs),
+    polybench(durbin, "polybench/solvers", "Levinson-Durbin solution of a Toeplitz system",
+              durbin_flops, datasets(N=(400, 2000)), {"N": 18}, peer=True,
+              make_inputs=durbin_inputs),
+    polybench(gramschmidt, "polybench/solvers", "QR decomposition by modified Gram-Schmidt",
+              gramschmidt_flops, datasets(M=(200, 1000), N=(240, 1200)), {"M": 20, "N": 14},
+              make_inputs=gramschmidt_inputs),
+    polybench(lu, "polybench/solvers", "in-place LU decomposition without pivoting", lu_flops,
+              datasets(N=(400, 2000)), {"N": 20}, make_inputs=dominant_inputs),
+    polybench(ludcmp, "polybench/solvers", "LU decomposition and the solution of A x = b",
+              ludcmp_flops, datasets(N=(400, 2000)), {"N": 18}, make_inputs=dominant_inputs),
+    polybench(trisolv, "polybench/solvers", "forward substitution L x = b",
+              lambda s: s["N"] * s["N"], datasets(N=(400, 2000)), {"N": 22}, peer=True,
+              make_inputs=trisolv_inputs),
+    polybench(correlation, "polybench/datamining", "correlation matrix of the columns of data",
+              correlation_flops, datasets(M=(240, 1200), N=(260, 1400)), {"M": 12, "N": 20},
+              peer=True, make_inputs=correlation_inputs),
+    polybench(covariance, "polybench/datamining", "covariance matrix of the columns of data",
+              covariance_flops, datasets(M=(240, 1200), N=(260, 1400)), {"M": 12, "N": 20},
+              peer=True, make_inputs=covariance_inputs),
+    polybench(deriche, "polybench/medley", "Deriche recursive edge-detection filter",
+              deriche_flops, datasets(W=(720, 4096), H=(480, 2160)), {"W": 20, "H": 14},
+              input_ranges={"alpha": (0.2, 0.3), "imgIn": (0.0, 1.0)}),
+    polybench(floyd_warshall, "polybench/medley", "all-pairs shortest paths",
+              lambda s: 2 * s["N"] ** 3, datasets(N=(500, 2800)), {"N": 16}, dtypes=("i32",),
+              make_inputs=floyd_warshall_inputs),
+    polybench(nussinov, "polybench/medley", "RNA folding by dynamic programming", nussinov_flops,
+              datasets(N=(500, 2500)), {"N": 20}, dtypes=("i32",), make_inputs=nussinov_inputs),
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .entry import SuiteKernel
+from .entry import datasets, polybench
 
 
 def jacobi_1d(x, s):
@@ -110,36 +110,29 @@ def _fdtd_flops(s):
     return s["TMAX"] * (3 * (nx - 1) * ny + 3 * nx * (ny - 1) + 5 * (nx - 1) * (ny - 1))
 
 
+def _sweeps(per_point: int, dims: int):
+    """flops(s) of TSTEPS time steps over the interior of an N^dims grid, ``per_point``
+    operations per interior point and step."""
+    return lambda s: per_point * s["TSTEPS"] * (s["N"] - 2) ** dims
+
+
+def _stencil(reference, summary, per_point, dims, n, test_sizes, peer=True):
+    """The entry of a stencil of TSTEPS steps (100 in MEDIUM, 500 in LARGE) on an N^dims
+    grid, N being ``n`` = (MEDIUM's, LARGE's)."""
+    return polybench(reference, "polybench/stencils", summary, _sweeps(per_point, dims),
+                     datasets(TSTEPS=(100, 500), N=n), test_sizes, peer=peer)
+
+
 ENTRIES = [
-    SuiteKernel(
-        "adi", "PolyBench adi: alternating-direction implicit solver", "polybench/stencils",
-        adi, lambda s: 26 * s["TSTEPS"] * (s["N"] - 2) ** 2,
-        {"MEDIUM": {"TSTEPS": 100, "N": 200}, "LARGE": {"TSTEPS": 500, "N": 1000}},
-        {"TSTEPS": 3, "N": 12}, peer=False),
-    SuiteKernel(
-        "fdtd_2d", "PolyBench fdtd-2d: 2D finite-difference time-domain", "polybench/stencils",
-        fdtd_2d, _fdtd_flops,
-        {"MEDIUM": {"TMAX": 100, "NX": 200, "NY": 240},
-         "LARGE": {"TMAX": 500, "NX": 1000, "NY": 1200}},
-        {"TMAX": 3, "NX": 10, "NY": 13}, peer=True),
-    SuiteKernel(
-        "heat_3d", "PolyBench heat-3d: 3D heat equation, 7-point stencil", "polybench/stencils",
-        heat_3d, lambda s: 30 * s["TSTEPS"] * (s["N"] - 2) ** 3,
-        {"MEDIUM": {"TSTEPS": 100, "N": 40}, "LARGE": {"TSTEPS": 500, "N": 120}},
-        {"TSTEPS": 3, "N": 9}, peer=True),
-    SuiteKernel(
-        "jacobi_1d", "PolyBench jacobi-1d: 1D 3-point Jacobi stencil", "polybench/stencils",
-        jacobi_1d, lambda s: 6 * s["TSTEPS"] * (s["N"] - 2),
-        {"MEDIUM": {"TSTEPS": 100, "N": 400}, "LARGE": {"TSTEPS": 500, "N": 2000}},
-        {"TSTEPS": 4, "N": 23}, peer=True),
-    SuiteKernel(
-        "jacobi_2d", "PolyBench jacobi-2d: 2D 5-point Jacobi stencil", "polybench/stencils",
-        jacobi_2d, lambda s: 10 * s["TSTEPS"] * (s["N"] - 2) ** 2,
-        {"MEDIUM": {"TSTEPS": 100, "N": 250}, "LARGE": {"TSTEPS": 500, "N": 1300}},
-        {"TSTEPS": 3, "N": 14}, peer=True),
-    SuiteKernel(
-        "seidel_2d", "PolyBench seidel-2d: 2D 9-point Gauss-Seidel stencil", "polybench/stencils",
-        seidel_2d, lambda s: 9 * s["TSTEPS"] * (s["N"] - 2) ** 2,
-        {"MEDIUM": {"TSTEPS": 100, "N": 400}, "LARGE": {"TSTEPS": 500, "N": 2000}},
-        {"TSTEPS": 3, "N": 14}, peer=False),
+    _stencil(adi, "alternating-direction implicit solver", 26, 2, (200, 1000),
+             {"TSTEPS": 3, "N": 12}, peer=False),
+    polybench(fdtd_2d, "polybench/stencils", "2D finite-difference time-domain", _fdtd_flops,
+              datasets(TMAX=(100, 500), NX=(200, 1000), NY=(240, 1200)),
+              {"TMAX": 3, "NX": 10, "NY": 13}, peer=True),
+    _stencil(heat_3d, "3D heat equation, 7-point stencil", 30, 3, (40, 120),
+             {"TSTEPS": 3, "N": 9}),
+    _stencil(jacobi_1d, "1D 3-point Jacobi stencil", 6, 1, (400, 2000), {"TSTEPS": 4, "N": 23}),
+    _stencil(jacobi_2d, "2D 5-point Jacobi stencil", 10, 2, (250, 1300), {"TSTEPS": 3, "N": 14}),
+    _stencil(seidel_2d, "2D 9-point Gauss-Seidel stencil", 9, 2, (400, 2000),
+             {"TSTEPS": 3, "N": 14}, peer=False),
 ]

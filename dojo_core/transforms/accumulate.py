@@ -27,12 +27,9 @@ on the result. The result is re-checked with the checker.
 """
 from __future__ import annotations
 
-from math import prod
-
 from .. import ir
 from ..checker import check as check_program
 from ..deps import dependences, same
-from ..poly import const_value
 from . import footprint as fp
 from . import scope
 from .planned import PlannedTransformation
@@ -43,18 +40,14 @@ SPACES = ("register", "stack")
 
 class Accumulate(PlannedTransformation):
     name = "accumulate"
-    usage = "accumulate ARRAY at LOOP as NAME [in register|stack]"
     plan_key = "accumulate"
     spaces = SPACES
+    whole_loop = True
 
     # ------------------------------------------------------------------ analysis
 
-    def _compute(self, program, array, loop_name, use_isl):
-        found = self.located(program, array, loop_name)
-        if isinstance(found, str):
-            return found
+    def _compute_at(self, program, array, loop_name, use_isl, found, refs):
         loop, path, around, decl = found
-        refs = fp.loop_refs(program, loop_name, array, True)
         if not any(r.write for r in refs):
             return f"'{array}' is not written inside loop '{loop_name}' (stage it instead)"
         if around and "vector" in around[-1].annotations:
@@ -74,63 +67,33 @@ class Accumulate(PlannedTransformation):
                 plan["load"] = True
         return plan
 
-    def check(self, program, params):
-        array, loop_name, name, space = params
-        plan = self._plan(program, array, loop_name)
-        if isinstance(plan, str):
-            return plan
-        problem = scope.name_problem(program, name)
-        if problem:
-            return problem
-        size = plan["box"].size
-        if size > fp.MAX_ELEMENTS:
-            return (f"the footprint of '{array}' in '{loop_name}' has {size} elements, more "
-                    f"than the {fp.MAX_ELEMENTS} a local buffer may hold")
-        if space == "register" and size > fp.MAX_REGISTER:
-            return (f"the footprint of '{array}' in '{loop_name}' has {size} elements, more "
-                    f"than the {fp.MAX_REGISTER} that fit in registers")
-        if plan["load"] is None or not plan["box"].exact:
-            result = self._result(program, params, plan)
-            if isinstance(result, str):
-                return result
-        return None
+    def _needs_proof(self, plan) -> bool:
+        return plan["load"] is None
 
-    def _result(self, program, params, plan):
+    def _build_checked(self, program, params, plan):
         """The transformed program, or a reason when the checker rejects it."""
-        def compute():
-            tries = [plan["load"]] if plan["load"] is not None else [False, True]
-            errors = []
-            for load in tries:
-                new = _build(program, params, plan, load)
-                errors = check_program(new)
-                if not errors:
-                    return new
-            if plan["load"] is None:
-                return (f"{params[0]}'s elements in {params[1]} are not all initialised "
-                        f"before {params[1]}")
-            return f"accumulate produced an invalid program (a bug): {errors[0].message}"
-        return scope.CACHE.get(program, ("accumulate-result",) + tuple(params), compute)
+        tries = [plan["load"]] if plan["load"] is not None else [False, True]
+        errors = []
+        for load in tries:
+            new = _build(program, params, plan, load)
+            errors = check_program(new)
+            if not errors:
+                return new
+        if plan["load"] is None:
+            return (f"{params[0]}'s elements in {params[1]} are not all initialised "
+                    f"before {params[1]}")
+        return f"accumulate produced an invalid program (a bug): {errors[0].message}"
 
     # ------------------------------------------------------------------ enumeration
 
-    def candidates(self, program):
-        sizes = program.size_values
-        for loop, _, around in scope.loop_table(program).values():
-            nested = bool(around)
-            arrays = list(dict.fromkeys(s.target.array for s in ir.assignments(loop.body)))
-            for array in arrays:
-                plan = self._plan(program, array, loop.iterator, use_isl=False)
-                if isinstance(plan, str) or plan["load"] is None:
-                    continue
-                box = plan["box"]
-                whole = prod(const_value(d, sizes) for d in plan["decl"].dims)
-                if not (box.size < whole or nested or box.size == 1) \
-                        or box.size > fp.MAX_ELEMENTS:
-                    continue
-                name = scope.default_name(program, "acc")
-                yield array, loop.iterator, name, None
-                if box.size <= fp.MAX_REGISTER:
-                    yield array, loop.iterator, name, "register"
+    def _arrays(self, loop):
+        return list(dict.fromkeys(s.target.array for s in ir.assignments(loop.body)))
+
+    def _worth_it(self, box_size, whole, nested):
+        return box_size < whole or nested or box_size == 1
+
+    def _default_name(self, program, array):
+        return scope.default_name(program, "acc")
 
 
 def _skip_proved(program, plan) -> bool:

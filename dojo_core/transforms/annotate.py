@@ -56,13 +56,10 @@ def carries_dependence(program, name, path, exempt=lambda stmts: ()) -> bool:
 
 
 class _OneLoop(Transformation):
-    def parse(self, words):
-        if len(words) != 1:
-            raise self.usage_error()
-        return words[0]
+    """``NAME LOOP``: adds ``annotation`` to a loop without one, when ``check_at`` allows."""
 
-    def format(self, params):
-        return f"{self.name} {params}"
+    grammar = "LOOP"
+    annotation = ""
 
     def candidates(self, program):
         return [l.iterator for l in ir.loops(program) if not l.annotations]
@@ -82,7 +79,6 @@ class _OneLoop(Transformation):
 
 class Parallelize(_OneLoop):
     name = "parallelize"
-    usage = "parallelize LOOP"
     annotation = "parallel"
 
     def check_at(self, program, name, loop, path):
@@ -98,7 +94,6 @@ class Parallelize(_OneLoop):
 
 class Vectorize(_OneLoop):
     name = "vectorize"
-    usage = "vectorize LOOP"
     annotation = "vector"
 
     def check_at(self, program, name, loop, path):
@@ -152,7 +147,6 @@ def _is_lane_reduction(stmt, loop_stmts, wrapped=frozenset()) -> bool:
 
 class Unroll(_OneLoop):
     name = "unroll"
-    usage = "unroll LOOP"
     annotation = "unroll"
 
     def check_at(self, program, name, loop, path):
@@ -176,15 +170,14 @@ def _shared_outside(program, path) -> bool:
 
 class Bind(Transformation):
     name = "bind"
+    grammar = "LOOP AXIS"
     usage = "bind LOOP gpu.block.x|y|z|gpu.thread.x|y|z"
 
     def parse(self, words):
-        if len(words) != 2 or words[1] not in ir.GPU_ANNOTATIONS:
+        params = super().parse(words)
+        if params[1] not in ir.GPU_ANNOTATIONS:
             raise self.usage_error()
-        return tuple(words)
-
-    def format(self, params):
-        return f"bind {params[0]} {params[1]}"
+        return params
 
     def candidates(self, program):
         for loop in ir.loops(program):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..errors import DojoError
-from .util import find_loop
+from .util import locate
 
 
 class NotApplicable(DojoError):
@@ -12,20 +12,49 @@ class NotApplicable(DojoError):
 
 
 class Transformation:
-    """Subclasses set `name` and `usage` and implement parse/format/candidates/check/apply.
+    """Subclasses set `name` and `grammar` (or override parse/format) and implement
+    candidates/check/apply.
 
     Guarantees of the protocol: `check` returns None exactly when `apply` preserves the
     program's meaning at its sizes; `enumerate` lists only texts whose check is None, in a
-    deterministic order; format(parse(words)) round-trips."""
+    deterministic order; format(parse(words)) round-trips.
+
+    `grammar` states the words after the name once, for parse, format and the usage text:
+    UPPER_CASE words are parameters, lower-case words must stand as written (``"LOOP by
+    FACTOR"``); the parameters named in `integers` are parsed as integers.  `usage` defaults
+    to the name, the grammar and `usage_note` in parentheses."""
 
     name = ""
-    usage = ""
+    grammar = ""
+    integers: tuple = ()
+    usage_note = ""
+
+    @property
+    def usage(self) -> str:
+        note = f" ({self.usage_note})" if self.usage_note else ""
+        return f"{self.name} {self.grammar}{note}"
 
     def parse(self, words: list):
-        raise NotImplementedError
+        """The parameters `grammar` names, in order: the word itself when there is one, else
+        a tuple; a usage error when the words do not fit the grammar."""
+        pattern = self.grammar.split()
+        if not pattern:
+            raise NotImplementedError
+        if len(words) != len(pattern) or any(
+                w != p for w, p in zip(words, pattern) if not _is_parameter(p)):
+            raise self.usage_error()
+        params = tuple(parse_int(w, p, self) if p in self.integers else w
+                       for w, p in zip(words, pattern) if _is_parameter(p))
+        return params[0] if len(params) == 1 else params
 
     def format(self, params) -> str:
-        raise NotImplementedError
+        """The step text of parse's result (``format(parse(words))`` gives the words back)."""
+        pattern = self.grammar.split()
+        if not pattern:
+            raise NotImplementedError
+        values = iter(params if isinstance(params, tuple) else (params,))
+        words = [str(next(values)) if _is_parameter(p) else p for p in pattern]
+        return " ".join([self.name] + words)
 
     def candidates(self, program):
         return []
@@ -58,15 +87,8 @@ class LoopPair(Transformation):
     merge): the step text, the candidates (every loop whose body is one loop) and the
     shared refusals of ``pair``.  Subclasses set ``done`` (``"interchanged"``)."""
 
+    grammar = "OUTER INNER"
     done = ""
-
-    def parse(self, words):
-        if len(words) != 2:
-            raise self.usage_error()
-        return tuple(words)
-
-    def format(self, params):
-        return f"{self.name} {params[0]} {params[1]}"
 
     def candidates(self, program):
         for loop in ir.loops(program):
@@ -76,12 +98,10 @@ class LoopPair(Transformation):
     def pair(self, program, outer_name: str, inner_name: str):
         """(outer, its path, inner), or the reason they are no such pair: a missing loop,
         loops not perfectly nested, or an annotated loop."""
-        outer, path = find_loop(program, outer_name)
-        if outer is None:
-            return f"there is no loop '{outer_name}'"
-        inner, _ = find_loop(program, inner_name)
-        if inner is None:
-            return f"there is no loop '{inner_name}'"
+        found = locate(program, loops=(outer_name, inner_name))
+        if isinstance(found, str):
+            return found
+        (outer, path), (inner, _) = found
         if not (len(outer.body) == 1 and outer.body[0] is inner):
             return (f"loops '{outer_name}' and '{inner_name}' are not perfectly nested "
                     f"('{inner_name}' must be the only statement in '{outer_name}')")
@@ -90,7 +110,13 @@ class LoopPair(Transformation):
         return outer, path, inner
 
 
+def _is_parameter(word: str) -> bool:
+    """An UPPER_CASE word of a grammar (a parameter), not a keyword."""
+    return word.isupper()
+
+
 def parse_int(word: str, what: str, t: Transformation) -> int:
+    """The integer ``word`` stands for; a usage error naming ``what`` when it is none."""
     try:
         return int(word)
     except ValueError:

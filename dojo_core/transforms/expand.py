@@ -34,17 +34,14 @@ from .fission import uses_array
 from .util import extent, find_loop, replace_at, with_body
 
 
+def _local_in(loop, name: str):
+    """The declaration of local ``name`` directly in ``loop``'s body, or None."""
+    return next((s for s in loop.body if isinstance(s, ir.Local) and s.name == name), None)
+
+
 class Expand(Transformation):
     name = "expand"
-    usage = "expand LOCAL at LOOP"          # LOCAL: a local of LOOP's body, or a temp
-
-    def parse(self, words):
-        if len(words) != 3 or words[1] != "at":
-            raise self.usage_error()
-        return words[0], words[2]
-
-    def format(self, params):
-        return f"expand {params[0]} at {params[1]}"
+    grammar = "LOCAL at LOOP"          # LOCAL: a local of LOOP's body, or a temp
 
     def candidates(self, program):
         temps = [d.name for d in program.arrays if d.kind == "temp"]
@@ -61,7 +58,7 @@ class Expand(Transformation):
         loop, _ = find_loop(program, where)
         if loop is None:
             return f"there is no loop '{where}'"
-        decl = next((s for s in loop.body if isinstance(s, ir.Local) and s.name == name), None)
+        decl = _local_in(loop, name)
         temp = program.array(name)
         if decl is None and temp is not None and temp.kind == "temp":
             return _temp_problem(program, temp, loop, where)
@@ -81,7 +78,7 @@ class Expand(Transformation):
     def apply(self, program, params):
         name, where = params
         loop, path = find_loop(program, where)
-        decl = next((s for s in loop.body if isinstance(s, ir.Local) and s.name == name), None)
+        decl = _local_in(loop, name)
         if decl is None:
             return _expand_temp(program, program.array(name), loop, path)
         count = simplify(sub(loop.hi, loop.lo))       # in the sizes' names where it can be

@@ -35,7 +35,7 @@ from .. import ir
 from ..deps import dependences, same
 from ..printer import statement_ref
 from .base import Transformation
-from .util import (declared_names, find_loop, find_ref, fresh, loops_around, replace_at,
+from .util import (declared_names, find_loop, find_ref, fresh, locate, loops_around, replace_at,
                    substitute_stmts, with_body)
 
 
@@ -78,15 +78,7 @@ def stmt_refs(program) -> dict:
 
 class Fission(Transformation):
     name = "fission"
-    usage = "fission LOOP after STATEMENT"
-
-    def parse(self, words):
-        if len(words) != 3 or words[1] != "after":
-            raise self.usage_error()
-        return words[0], words[2]
-
-    def format(self, params):
-        return f"fission {params[0]} after {params[1]}"
+    grammar = "LOOP after STATEMENT"
 
     def candidates(self, program):
         refs = stmt_refs(program)
@@ -99,12 +91,10 @@ class Fission(Transformation):
 
     def check(self, program, params):
         name, ref = params
-        loop, path = find_loop(program, name)
-        if loop is None:
-            return f"there is no loop '{name}'"
-        stmt, spath = find_ref(program, ref)
-        if stmt is None:
-            return f"there is no statement '{ref}'"
+        found = locate(program, loops=[name], statements=[ref])
+        if isinstance(found, str):
+            return found
+        (loop, path), (_, spath) = found
         if list(spath[:-1]) != list(path):
             return f"'{ref}' is not directly in the body of loop '{name}'"
         k = spath[-1]

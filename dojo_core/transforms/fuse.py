@@ -20,7 +20,8 @@ from .. import ir
 from ..affine import simplify
 from ..deps import dependences, same
 from .base import Transformation
-from .util import body_at, find_loop, loops_around, replace_at, substitute_stmts, with_body
+from .util import (body_at, find_loop, locate, loops_around, replace_at, substitute_stmts,
+                   with_body)
 
 
 def same_bounds(a, b) -> bool:
@@ -29,15 +30,7 @@ def same_bounds(a, b) -> bool:
 
 class Fuse(Transformation):
     name = "fuse"
-    usage = "fuse LOOP NEXT_LOOP"
-
-    def parse(self, words):
-        if len(words) != 2:
-            raise self.usage_error()
-        return tuple(words)
-
-    def format(self, params):
-        return f"fuse {params[0]} {params[1]}"
+    grammar = "LOOP NEXT_LOOP"
 
     def candidates(self, program):
         def go(body):
@@ -51,12 +44,10 @@ class Fuse(Transformation):
 
     def check(self, program, params):
         first_name, second_name = params
-        first, path = find_loop(program, first_name)
-        if first is None:
-            return f"there is no loop '{first_name}'"
-        second, path2 = find_loop(program, second_name)
-        if second is None:
-            return f"there is no loop '{second_name}'"
+        found = locate(program, loops=params)
+        if isinstance(found, str):
+            return found
+        (first, path), (second, path2) = found
         if path2[:-1] != path[:-1] or path2[-1] != path[-1] + 1:
             return (f"loop '{second_name}' does not directly follow loop '{first_name}' "
                     "in the same body")

@@ -67,15 +67,7 @@ def runs_always(model, loop, around) -> bool:
 
 class Hoist(Transformation):
     name = "hoist"
-    usage = "hoist STATEMENT"
-
-    def parse(self, words):
-        if len(words) != 1:
-            raise self.usage_error()
-        return words[0]
-
-    def format(self, params):
-        return f"hoist {params}"
+    grammar = "STATEMENT"
 
     def candidates(self, program):
         refs = stmt_refs(program)

@@ -49,15 +49,7 @@ def _reads(stmts, name) -> int:
 
 class Inline(Transformation):
     name = "inline"
-    usage = "inline LOCAL"
-
-    def parse(self, words):
-        if len(words) != 1:
-            raise self.usage_error()
-        return words[0]
-
-    def format(self, params):
-        return f"inline {params}"
+    grammar = "LOCAL"
 
     def candidates(self, program):
         for s in ir.walk_stmts(program.body):

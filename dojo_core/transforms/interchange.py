@@ -17,7 +17,6 @@ from .util import find_loop, loops_around, replace_at, uses_var
 
 class Interchange(LoopPair):
     name = "interchange"
-    usage = "interchange OUTER INNER"
     done = "interchanged"
 
     def check(self, program, params):

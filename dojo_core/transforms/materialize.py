@@ -28,15 +28,8 @@ def _plain(value) -> bool:
 
 class Materialize(Transformation):
     name = "materialize"
-    usage = "materialize STATEMENT as NAME (STATEMENT is sN, the N-th assignment)"
-
-    def parse(self, words):
-        if len(words) != 3 or words[1] != "as":
-            raise self.usage_error()
-        return words[0], words[2]
-
-    def format(self, params):
-        return f"materialize {params[0]} as {params[1]}"
+    grammar = "STATEMENT as NAME"
+    usage_note = "STATEMENT is sN, the N-th assignment"
 
     def candidates(self, program):
         name = None

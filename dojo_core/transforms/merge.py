@@ -49,7 +49,6 @@ def _product(ext0, ext1, sizes):
 
 class Merge(LoopPair):
     name = "merge"
-    usage = "merge OUTER INNER"
     done = "merged"
 
     def check(self, program, params):

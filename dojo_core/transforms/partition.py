@@ -98,15 +98,7 @@ def _renamed_copy(loop, taken: set):
 
 class Partition(Transformation):
     name = "partition"
-    usage = "partition LOOP"
-
-    def parse(self, words):
-        if len(words) != 1:
-            raise self.usage_error()
-        return words[0]
-
-    def format(self, params):
-        return f"partition {params}"
+    grammar = "LOOP"
 
     def candidates(self, program):
         for loop in ir.loops(program):

@@ -17,7 +17,8 @@ from .. import ir
 from ..deps import dependences, same
 from .base import Transformation
 from .fission import statements_at, stmt_refs, uses_array
-from .util import body_at, find_ref, loops_around, replace_at, with_body, with_program_body
+from .util import (body_at, find_ref, locate, loops_around, replace_at, with_body,
+                   with_program_body)
 
 
 def _neighbours(body):
@@ -28,15 +29,7 @@ def _neighbours(body):
 
 class Reorder(Transformation):
     name = "reorder"
-    usage = "reorder STATEMENT NEXT_STATEMENT"
-
-    def parse(self, words):
-        if len(words) != 2:
-            raise self.usage_error()
-        return tuple(words)
-
-    def format(self, params):
-        return f"reorder {params[0]} {params[1]}"
+    grammar = "STATEMENT NEXT_STATEMENT"
 
     def candidates(self, program):
         refs = stmt_refs(program)
@@ -54,12 +47,10 @@ class Reorder(Transformation):
 
     def check(self, program, params):
         a_ref, b_ref = params
-        a, apath = find_ref(program, a_ref)
-        if a is None:
-            return f"there is no statement '{a_ref}'"
-        b, bpath = find_ref(program, b_ref)
-        if b is None:
-            return f"there is no statement '{b_ref}'"
+        found = locate(program, statements=params)
+        if isinstance(found, str):
+            return found
+        (a, apath), (b, bpath) = found
         if list(apath[:-1]) != list(bpath[:-1]) or (apath[-1], bpath[-1]) not in \
                 _neighbours(body_at(program, apath)):
             return f"'{b_ref}' does not directly follow '{a_ref}' in the same body"

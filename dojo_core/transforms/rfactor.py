@@ -62,15 +62,7 @@ def _reduction_root(program, loop_name: str, target) -> list:
 
 class RFactor(Transformation):
     name = "rfactor"
-    usage = "rfactor LOOP as NAME"
-
-    def parse(self, words):
-        if len(words) != 3 or words[1] != "as":
-            raise self.usage_error()
-        return words[0], words[2]
-
-    def format(self, params):
-        return f"rfactor {params[0]} as {params[1]}"
+    grammar = "LOOP as NAME"
 
     def candidates(self, program):
         for loop in ir.loops(program):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import ir
 from ..affine import add, mul, simplify, sub
 from ..poly import const_value
-from .base import Transformation, parse_int
+from .base import Transformation
 from .util import declared_names, extent, find_loop, max_extent, replace_at, substitute_stmts
 
 MAX_FACTOR = 4096
@@ -41,15 +41,8 @@ def factor_menu(n: int) -> list:
 
 class Split(Transformation):
     name = "split"
-    usage = "split LOOP by FACTOR"
-
-    def parse(self, words):
-        if len(words) != 3 or words[1] != "by":
-            raise self.usage_error()
-        return words[0], parse_int(words[2], "FACTOR", self)
-
-    def format(self, params):
-        return f"split {params[0]} by {params[1]}"
+    grammar = "LOOP by FACTOR"
+    integers = ("FACTOR",)
 
     def candidates(self, program):
         sizes = program.size_values

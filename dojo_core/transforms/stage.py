@@ -23,11 +23,8 @@ loop and outside gpu.thread loops, and every copied element is initialised when 
 """
 from __future__ import annotations
 
-from math import prod
-
 from .. import ir
 from ..checker import check as check_program
-from ..poly import const_value
 from . import footprint as fp
 from . import scope
 from .planned import PlannedTransformation
@@ -36,18 +33,13 @@ from .util import declared_names, loops_around, replace_at, with_body
 
 class Stage(PlannedTransformation):
     name = "stage"
-    usage = "stage ARRAY at LOOP as NAME [in register|stack|shared]"
     plan_key = "stage"
     spaces = ir.MEMORY_SPACES
 
     # ------------------------------------------------------------------ analysis
 
-    def _compute(self, program, array, loop_name, use_isl):
-        found = self.located(program, array, loop_name)
-        if isinstance(found, str):
-            return found
+    def _compute_at(self, program, array, loop_name, use_isl, found, refs):
         loop, path, around, decl = found
-        refs = fp.loop_refs(program, loop_name, array, False)
         if any(r.write for r in refs):
             return (f"'{array}' is written inside loop '{loop_name}', so a copy made at "
                     "the start of each iteration would go stale")
@@ -62,82 +54,53 @@ class Stage(PlannedTransformation):
         except fp.BoxError as exc:
             return (f"the footprint of '{array}' in one iteration of '{loop_name}' has "
                     f"no usable bounding box ({exc})")
-        return loop, path, decl, refs, box
+        return dict(loop=loop, path=path, decl=decl, refs=refs, box=box)
 
     def _needs_proof(self, plan) -> bool:
         """Must the checker prove that the copied elements are initialised?"""
-        _, _, decl, _, box = plan
-        return scope.kind_of(decl) not in ("in", "inout") and not box.covering
+        return scope.kind_of(plan["decl"]) not in ("in", "inout") and not plan["box"].covering
 
-    def check(self, program, params):
-        array, loop_name, name, space = params
-        plan = self._plan(program, array, loop_name)
-        if isinstance(plan, str):
-            return plan
-        loop, path, decl, refs, box = plan
-        problem = scope.name_problem(program, name)
-        if problem:
-            return problem
-        if box.size > fp.MAX_ELEMENTS:
-            return (f"the footprint of '{array}' in '{loop_name}' has {box.size} elements, "
-                    f"more than the {fp.MAX_ELEMENTS} a local buffer may hold")
-        if space == "register" and box.size > fp.MAX_REGISTER:
-            return (f"the footprint of '{array}' in '{loop_name}' has {box.size} elements, "
-                    f"more than the {fp.MAX_REGISTER} that fit in registers")
-        if space == "shared":
-            around = loops_around(program, path) + [loop]
-            anns = [a for l in around for a in l.annotations]
-            if not any(a.startswith("gpu.block") for a in anns):
-                return "a shared buffer must be declared inside a gpu.block loop"
-            if any(a.startswith("gpu.thread") for a in anns):
-                return "a shared buffer must be declared outside gpu.thread loops"
-        if self._needs_proof(plan) or not box.exact:
-            result = self._result(program, params, plan)
-            if isinstance(result, str):
-                return result
+    def _space_problem(self, program, plan, space):
+        if space != "shared":
+            return None
+        around = loops_around(program, plan["path"]) + [plan["loop"]]
+        anns = [a for l in around for a in l.annotations]
+        if not any(a.startswith("gpu.block") for a in anns):
+            return "a shared buffer must be declared inside a gpu.block loop"
+        if any(a.startswith("gpu.thread") for a in anns):
+            return "a shared buffer must be declared outside gpu.thread loops"
         return None
 
-    def _result(self, program, params, plan):
+    def _build_checked(self, program, params, plan):
         """The staged program, or a reason when the checker rejects it."""
-        def compute():
-            new = _build(program, params, plan)
-            errors = check_program(new)
-            if not errors:
-                return new
-            if self._needs_proof(plan):
-                return (f"some elements of '{params[0]}' copied at the start of "
-                        f"'{params[1]}' are not initialised there")
-            return f"staging produced an invalid program (a bug): {errors[0].message}"
-        return scope.CACHE.get(program, ("stage-result",) + tuple(params), compute)
+        new = _build(program, params, plan)
+        errors = check_program(new)
+        if not errors:
+            return new
+        if self._needs_proof(plan):
+            return (f"some elements of '{params[0]}' copied at the start of "
+                    f"'{params[1]}' are not initialised there")
+        return f"staging produced an invalid program (a bug): {errors[0].message}"
 
     # ------------------------------------------------------------------ enumeration
 
-    def candidates(self, program):
-        for loop, _, around in scope.loop_table(program).values():
-            nested = bool(around)
-            written = {s.target.array for s in ir.assignments(loop.body)}
-            seen = []
-            for s in ir.assignments(loop.body):
-                for a in ir.walk_expr(s.value):
-                    if isinstance(a, ir.Access) and a.array not in written and a.array not in seen:
-                        seen.append(a.array)
-            for array in seen:
-                plan = self._plan(program, array, loop.iterator, use_isl=False)
-                if isinstance(plan, str) or self._needs_proof(plan):
-                    continue
-                decl, box = plan[2], plan[4]
-                whole = prod(const_value(d, program.size_values) for d in decl.dims)
-                if not (box.size < whole or nested) or box.size > fp.MAX_ELEMENTS:
-                    continue
-                name = scope.default_name(program, array + "t")
-                yield array, loop.iterator, name, None
-                if box.size <= fp.MAX_REGISTER:
-                    yield array, loop.iterator, name, "register"
+    def _arrays(self, loop):
+        """The arrays read and not written in the loop, in order of first read."""
+        written = {s.target.array for s in ir.assignments(loop.body)}
+        seen = []
+        for s in ir.assignments(loop.body):
+            for a in ir.walk_expr(s.value):
+                if isinstance(a, ir.Access) and a.array not in written and a.array not in seen:
+                    seen.append(a.array)
+        return seen
+
+    def _default_name(self, program, array):
+        return scope.default_name(program, array + "t")
 
 
 def _build(program, params, plan):
     array, _, name, space = params
-    loop, path, decl, refs, box = plan
+    loop, path, decl, refs, box = (plan[k] for k in ("loop", "path", "decl", "refs", "box"))
     taken = declared_names(program) | {name}
     region = {l.iterator for l in fp.region_loops(loop.body)}
     iters = fp.copy_iterators(taken, refs, box, region)

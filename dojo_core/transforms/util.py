@@ -50,6 +50,20 @@ def find_ref(program, ref: str):
     return go(program.body, [])
 
 
+def locate(program, loops=(), statements=()):
+    """[(loop, path) for each iterator in ``loops``] followed by [(statement, path) for each
+    reference in ``statements``] (``find_ref``); or, for the first name that matches
+    nothing, the one-sentence reason ("there is no loop 'i'", "there is no statement 's3'")."""
+    found = []
+    for names, find, kind in ((loops, find_loop, "loop"), (statements, find_ref, "statement")):
+        for name in names:
+            node, path = find(program, name)
+            if node is None:
+                return f"there is no {kind} '{name}'"
+            found.append((node, path))
+    return found
+
+
 def ref_of(program, stmt) -> str:
     """The reference text of a statement (inverse of find_ref)."""
     if isinstance(stmt, ir.Loop):
