@@ -1,6 +1,6 @@
 """Shared checks of the transformation tests: apply steps with the checker after each,
 compare a transformed program's outputs with the original's on the interpreter, check a
-refusal's reason, and find sizes small enough to test a library schedule at."""
+refusal's reason, walk at random, and find sizes small enough to test a library schedule at."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +11,7 @@ from dojo_core.checker import check
 from dojo_core.kernels import random_inputs
 from dojo_core.parser import parse
 from dojo_core.printer import print_program
-from dojo_core.transforms import NotApplicable, apply_step, explain
+from dojo_core.transforms import REGISTRY, NotApplicable, apply_step, explain
 from dojo_core.walks import replay
 
 
@@ -39,6 +39,22 @@ def assert_refused(program, step: str, reason: str):
     assert why is not None and why.startswith(reason), why
     with pytest.raises(NotApplicable):
         apply_step(program, step)
+
+
+def walk(program, rng, n: int, kinds, mine, prefer: float):
+    """A random walk of up to n legal steps from program, yielding (step texts so far, program
+    after them) after each: a step of the kinds in ``kinds`` (in that order of enumeration),
+    one of the kinds in ``mine`` with probability ``prefer`` when one applies."""
+    history = []
+    for _ in range(n):
+        texts = [t for k in kinds for t in REGISTRY[k].enumerate(program)]
+        ours = [t for t in texts if t.split()[0] in mine]
+        if not texts:
+            break
+        text = rng.choice(ours if ours and rng.random() < prefer else texts)
+        program = apply_step(program, text)
+        history.append(text)
+        yield history, program
 
 
 def replay_or_none(program, texts):

@@ -6,8 +6,6 @@ process) that returns deterministic vectors: no real embedding model exists here
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import numpy as np
 import pytest
@@ -89,41 +87,26 @@ def test_hashed_embedding_deterministic_normalized_and_name_robust():
     assert e.embed_many([text, other]).shape == (2, 64)
 
 
-class _FakeEmbeddings(BaseHTTPRequestHandler):
+class _FakeEmbeddings:
     """A fake OpenAI-compatible /embeddings: vector i = (len(text), count of 'for', 1, idx)."""
     calls: list = []
 
-    def do_POST(self):                                        # noqa: N802 (http.server API)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).calls.append((self.path, body, self.headers.get("Authorization")))
+    @classmethod
+    def respond(cls, path, body, authorization):
+        cls.calls.append((path, body, authorization))
         if body.get("model") == "broken":
-            self.send_response(500)
-            self.end_headers()
-            return
+            return 500, None
         data = [{"index": i, "embedding": [float(len(t)), float(t.count("for")), 1.0, float(i)]}
                 for i, t in enumerate(body["input"])]
         if body.get("model") == "short":
             data = data[:-1]
-        payload = json.dumps({"data": list(reversed(data))}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args):
-        pass
+        return 200, {"data": list(reversed(data))}
 
 
 @pytest.fixture
-def fake_endpoint():
+def fake_endpoint(json_endpoint):
     _FakeEmbeddings.calls = []
-    server = HTTPServer(("127.0.0.1", 0), _FakeEmbeddings)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    return json_endpoint(_FakeEmbeddings.respond)
 
 
 def test_endpoint_embedding_against_a_fake_server(fake_endpoint, monkeypatch):

@@ -38,6 +38,14 @@ def test_avx2_and_avx512_get_their_own_tiles():
     assert (8, 32) in avx512[:2]
 
 
+def test_a_row_tail_is_preferred_to_a_column_tail():
+    """At 512 x 512 on AVX2 f32, 6 x 16 (12 accumulators, a tail of 2 rows) is offered
+    before 4 x 24 (more reuse, but a partial vector in every row tile)."""
+    shapes = [(s.rows, s.cols) for s in register_tiles(TARGETS["x86-avx2"], 4, 512, 512)]
+    assert (6, 16) in shapes
+    assert (4, 24) not in shapes or shapes.index((6, 16)) < shapes.index((4, 24))
+
+
 def test_f64_halves_the_lanes_of_f32():
     f32 = register_tiles(TARGETS["x86-avx2"], 4, 512, 512)
     f64 = register_tiles(TARGETS["x86-avx2"], 8, 512, 512)

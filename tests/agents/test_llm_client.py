@@ -1,8 +1,9 @@
 """The LLM agent client (dojo_core/agents/llm_client.py).
 
-No LLM exists here, so the chat endpoint is FAKE: a threading http.server in this file
-that speaks the OpenAI /chat/completions protocol and replays scripted answers (it
-records every request so the tests can read what the model was told).  Everything else
+No LLM exists here, so the chat endpoint is FAKE: a threading http.server (the json_endpoint
+fixture of tests/agents/conftest.py) that speaks the OpenAI /chat/completions protocol and
+replays scripted answers (it records every request so the tests can read what the model
+was told).  Everything else
 is real: answer parsing, the retry of illegal answers, the walk, the local evaluator
 (gcc), and, for the command line and the "llm" web agent run, a real PerfDojo server
 process with its local runner and agents worker.
@@ -12,8 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 
@@ -29,48 +29,25 @@ class FakeChatEndpoint:
     """A scripted OpenAI-compatible endpoint (a stand-in for a real LLM: none exists here).
     ``answers`` are replayed in order; a callable answer gets the request body."""
 
-    def __init__(self, answers, status=200):
+    def __init__(self, answers, status, serve):
         self.answers, self.status = list(answers), status
         self.requests: list = []
-        fake = self
+        self.url = serve(self.respond, ThreadingHTTPServer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append({"path": self.path, "body": body,
-                                      "authorization": self.headers.get("Authorization")})
-                answer = fake.answers.pop(0) if fake.answers else "ACTION: STOP"
-                answer = answer(body) if callable(answer) else answer
-                data = json.dumps({"id": "x", "object": "chat.completion", "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": answer}}]}).encode()
-                self.send_response(fake.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+    def respond(self, path, body, authorization):
+        self.requests.append({"path": path, "body": body, "authorization": authorization})
+        answer = self.answers.pop(0) if self.answers else "ACTION: STOP"
+        answer = answer(body) if callable(answer) else answer
+        return self.status, {"id": "x", "object": "chat.completion", "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": answer}}]}
 
 
 @pytest.fixture
-def fake():
-    endpoints = []
-
+def fake(json_endpoint):
+    """``fake(answers, status=200)``: a FakeChatEndpoint served until the test ends."""
     def make(answers, status=200):
-        endpoints.append(FakeChatEndpoint(answers, status))
-        return endpoints[-1]
-    yield make
-    for e in endpoints:
-        e.close()
+        return FakeChatEndpoint(answers, status, json_endpoint)
+    return make
 
 
 @pytest.mark.parametrize("answer, expected", [

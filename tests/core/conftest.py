@@ -1,11 +1,16 @@
-"""Fixtures of the core tests: golden files under tests/core/golden/."""
+"""Fixtures of the core tests: golden files under tests/core/golden/, and the command line
+``python -m dojo_core`` run as a subprocess."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 GOLDEN = Path(__file__).parent / "golden"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -24,3 +29,22 @@ def golden(request):
         assert text == expected
         return expected
     return compare
+
+
+@pytest.fixture
+def dojo(request):
+    """``dojo(*args, cwd=folder)`` runs ``python -m dojo_core ARGS`` in folder (with this
+    checkout first on PYTHONPATH and DOJO_TRACEBACK unset) and returns the completed process;
+    it asserts that stderr holds no traceback.  The time limit is the test module's
+    ``CLI_TIMEOUT_S`` (120 seconds where it has none)."""
+    timeout = getattr(request.module, "CLI_TIMEOUT_S", 120)
+
+    def run(*args, cwd: Path) -> subprocess.CompletedProcess:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        env.pop("DOJO_TRACEBACK", None)
+        proc = subprocess.run([sys.executable, "-m", "dojo_core", *map(str, args)],
+                              cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        return proc
+    return run

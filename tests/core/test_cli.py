@@ -5,10 +5,7 @@ Every test also checks the universal guarantee: no traceback on stderr, ever.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +14,6 @@ import pytest
 from dojo_core import cli
 
 from kernels_text import VADD
-
-ROOT = Path(__file__).resolve().parents[2]
 
 SCALE = """\
 kernel scale(N = 8)
@@ -30,16 +25,6 @@ for i in 0..N:
 """
 
 LOCATED = re.compile(r"^[^:\n]+:\d+:\d+: \S.*$")
-
-
-def dojo(*args, cwd: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.pop("DOJO_TRACEBACK", None)
-    proc = subprocess.run([sys.executable, "-m", "dojo_core", *map(str, args)],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
 
 
 @pytest.fixture
@@ -59,7 +44,7 @@ def assert_located(stderr: str, filename: str) -> list[str]:
 
 # --------------------------------------------------------------------------- check
 
-def test_check_valid_is_silent(work):
+def test_check_valid_is_silent(dojo, work):
     r = dojo("check", "k.dojo", cwd=work)
     assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
 
@@ -70,7 +55,7 @@ def test_check_valid_is_silent(work):
     (7, ("A[i] + B[i]", "A[i + 1] + B[i]")),      # out of bounds for i = N - 1
     (6, ("0..N:", "0..N")),                       # syntax: missing colon
 ])
-def test_check_invalid_is_located(work, line, mutation):
+def test_check_invalid_is_located(dojo, work, line, mutation):
     (work / "bad.dojo").write_text(VADD.replace(*mutation))
     r = dojo("check", "bad.dojo", cwd=work)
     assert r.returncode == 1
@@ -79,7 +64,7 @@ def test_check_invalid_is_located(work, line, mutation):
     assert any(l.startswith(f"bad.dojo:{line}:") for l in lines), lines
 
 
-def test_check_reports_every_error_one_per_line(work):
+def test_check_reports_every_error_one_per_line(dojo, work):
     text = VADD.replace("A[i] + B[i]", "D[i] + E[i]")
     (work / "bad.dojo").write_text(text)
     r = dojo("check", "bad.dojo", cwd=work)
@@ -88,12 +73,12 @@ def test_check_reports_every_error_one_per_line(work):
     assert any("D" in l for l in lines) and any("E" in l for l in lines), lines
 
 
-def test_check_with_sizes(work):
+def test_check_with_sizes(dojo, work):
     assert dojo("check", "k.dojo", "--size", "N=3", cwd=work).returncode == 0
     assert dojo("check", "k.dojo", "--size", "N=3", "--size", "N=5", cwd=work).returncode == 0
 
 
-def test_check_unknown_size_name(work):
+def test_check_unknown_size_name(dojo, work):
     r = dojo("check", "k.dojo", "--size", "M=3", cwd=work)
     assert r.returncode == 1
     [line] = assert_located(r.stderr, "k.dojo")
@@ -101,7 +86,7 @@ def test_check_unknown_size_name(work):
 
 
 @pytest.mark.parametrize("bad", ["N", "N=", "=3", "N=x", "N=0", "N=-2", "N=1.5"])
-def test_check_malformed_size(work, bad):
+def test_check_malformed_size(dojo, work, bad):
     r = dojo("check", "k.dojo", "--size", bad, cwd=work)
     assert r.returncode == 1
     assert r.stderr == f"k.dojo:1:1: --size '{bad}': expected NAME=VALUE with a positive integer VALUE\n"
@@ -113,13 +98,13 @@ def test_check_malformed_size(work, bad):
     (b"kernel k()\n\x00\x01", "f.dojo:2:1: not a text file"),
     (b"kernel k()\n  \xff\xfe", "f.dojo:2:3: not a text file"),
 ])
-def test_check_refuses_non_kernels(tmp_path, content, expected):
+def test_check_refuses_non_kernels(dojo, tmp_path, content, expected):
     (tmp_path / "f.dojo").write_bytes(content)
     r = dojo("check", "f.dojo", cwd=tmp_path)
     assert (r.returncode, r.stdout, r.stderr) == (1, "", expected + "\n")
 
 
-def test_check_refuses_huge_file(tmp_path):
+def test_check_refuses_huge_file(dojo, tmp_path):
     data = b"# " + b"x" * (1 << 20)
     (tmp_path / "f.dojo").write_bytes(data)
     r = dojo("check", "f.dojo", cwd=tmp_path)
@@ -127,7 +112,7 @@ def test_check_refuses_huge_file(tmp_path):
     assert r.stderr == f"f.dojo:1:1: file too large ({len(data)} bytes, limit 1048576)\n"
 
 
-def test_check_missing_file_and_directory(tmp_path):
+def test_check_missing_file_and_directory(dojo, tmp_path):
     r = dojo("check", "nope.dojo", cwd=tmp_path)
     assert (r.returncode, r.stderr) == (1, "nope.dojo:1:1: no such file\n")
     (tmp_path / "d.dojo").mkdir()
@@ -135,7 +120,7 @@ def test_check_missing_file_and_directory(tmp_path):
     assert (r.returncode, r.stderr) == (1, "d.dojo:1:1: is a directory\n")
 
 
-def test_usage_errors_exit_2(work):
+def test_usage_errors_exit_2(dojo, work):
     assert dojo(cwd=work).returncode == 2
     assert dojo("frobnicate", "k.dojo", cwd=work).returncode == 2
     assert dojo("check", cwd=work).returncode == 2
@@ -145,7 +130,7 @@ def test_usage_errors_exit_2(work):
 
 # --------------------------------------------------------------------------- print / apply
 
-def test_print_is_canonical_and_stable(work):
+def test_print_is_canonical_and_stable(dojo, work):
     r = dojo("print", "k.dojo", cwd=work)
     assert (r.returncode, r.stderr) == (0, "")
     assert r.stdout.startswith("kernel vadd(")
@@ -155,20 +140,20 @@ def test_print_is_canonical_and_stable(work):
     assert again.stdout == r.stdout
 
 
-def test_print_with_sizes(work):
+def test_print_with_sizes(dojo, work):
     r = dojo("print", "k.dojo", "--size", "N=32", cwd=work)
     assert r.returncode == 0
     assert "N = 32" in r.stdout.splitlines()[0]
 
 
-def test_print_refuses_invalid_kernel(work):
+def test_print_refuses_invalid_kernel(dojo, work):
     (work / "bad.dojo").write_text(VADD.replace("B[i]", "D[i]"))
     r = dojo("print", "bad.dojo", cwd=work)
     assert (r.returncode, r.stdout) == (1, "")
     assert_located(r.stderr, "bad.dojo")
 
 
-def test_apply_with_no_steps_equals_print(work):
+def test_apply_with_no_steps_equals_print(dojo, work):
     (work / "s.steps").write_text("# nothing yet\n\n   \n")
     printed = dojo("print", "k.dojo", cwd=work)
     applied = dojo("apply", "k.dojo", "--steps", "s.steps", cwd=work)
@@ -177,7 +162,7 @@ def test_apply_with_no_steps_equals_print(work):
     assert dojo("print", "k.dojo", "--steps", "s.steps", cwd=work).stdout == printed.stdout
 
 
-def test_apply_illegal_step_names_its_line(work):
+def test_apply_illegal_step_names_its_line(dojo, work):
     (work / "s.steps").write_text("# a comment\n\nfrobnicate   i   # why not\n")
     r = dojo("apply", "k.dojo", "--steps", "s.steps", cwd=work)
     assert (r.returncode, r.stdout) == (1, "")
@@ -186,7 +171,7 @@ def test_apply_illegal_step_names_its_line(work):
     assert len(line) > len("s.steps:3:1: step 'frobnicate i': ")
 
 
-def test_apply_missing_or_binary_steps_file(work):
+def test_apply_missing_or_binary_steps_file(dojo, work):
     r = dojo("apply", "k.dojo", "--steps", "none.steps", cwd=work)
     assert (r.returncode, r.stderr) == (1, "none.steps:1:1: no such file\n")
     (work / "b.steps").write_bytes(b"split i by 4\n\x00")
@@ -196,7 +181,7 @@ def test_apply_missing_or_binary_steps_file(work):
 
 # --------------------------------------------------------------------------- actions
 
-def test_actions_text_and_json_agree(work):
+def test_actions_text_and_json_agree(dojo, work):
     text = dojo("actions", "k.dojo", cwd=work)
     as_json = dojo("actions", "k.dojo", "--json", cwd=work)
     assert text.returncode == 0 and as_json.returncode == 0
@@ -208,7 +193,7 @@ def test_actions_text_and_json_agree(work):
     assert text.stdout.splitlines() == [item["text"] for item in items]
 
 
-def test_actions_refuses_invalid_kernel(work):
+def test_actions_refuses_invalid_kernel(dojo, work):
     (work / "bad.dojo").write_text("kernel k(N = 4)\nin A: f32[N]\n\nfor i in 0..N\n")
     r = dojo("actions", "bad.dojo", "--json", cwd=work)
     assert (r.returncode, r.stdout) == (1, "")
@@ -222,7 +207,7 @@ def save(path: Path, **arrays) -> None:
         np.savez(f, **arrays)
 
 
-def test_run_vadd(work):
+def test_run_vadd(dojo, work):
     rng = np.random.default_rng(0)
     a, b = rng.random(16, dtype=np.float32), rng.random(16, dtype=np.float32)
     save(work / "in.npz", A=a, B=b)
@@ -234,7 +219,7 @@ def test_run_vadd(work):
         np.testing.assert_allclose(out["C"], a + b, rtol=1e-6)
 
 
-def test_run_with_sizes_and_inout_and_scalar(tmp_path):
+def test_run_with_sizes_and_inout_and_scalar(dojo, tmp_path):
     (tmp_path / "s.dojo").write_text(SCALE)
     x = np.arange(5, dtype=np.float32)
     save(tmp_path / "in.npz", alpha=np.float32(3), X=x)
@@ -255,14 +240,14 @@ def test_run_with_sizes_and_inout_and_scalar(tmp_path):
     (dict(A=np.zeros(16, np.float64), B=np.zeros(16, np.float32)),
      "in.npz: input array 'A' has dtype float64, expected float32 (f32)"),
 ])
-def test_run_refuses_bad_inputs(work, arrays, message):
+def test_run_refuses_bad_inputs(dojo, work, arrays, message):
     save(work / "in.npz", **arrays)
     r = dojo("run", "k.dojo", "--inputs", "in.npz", "--out", "out.npz", cwd=work)
     assert (r.returncode, r.stdout, r.stderr) == (1, "", message + "\n")
     assert not (work / "out.npz").exists()
 
 
-def test_run_refuses_missing_and_non_npz_inputs(work):
+def test_run_refuses_missing_and_non_npz_inputs(dojo, work):
     r = dojo("run", "k.dojo", "--inputs", "none.npz", "--out", "out.npz", cwd=work)
     assert (r.returncode, r.stderr) == (1, "none.npz: no such file\n")
     (work / "text.npz").write_text("hello")
@@ -272,7 +257,7 @@ def test_run_refuses_missing_and_non_npz_inputs(work):
     assert len(r.stderr.splitlines()) == 1
 
 
-def test_run_c_backend(work):
+def test_run_c_backend(dojo, work):
     save(work / "in.npz", A=np.ones(16, np.float32), B=np.arange(16, dtype=np.float32))
     r = dojo("run", "k.dojo", "--inputs", "in.npz", "--out", "o.npz", "--backend", "c", cwd=work)
     assert (r.returncode, r.stderr) == (0, "")
@@ -280,7 +265,7 @@ def test_run_c_backend(work):
         assert out["C"].tolist() == list(range(1, 17))
 
 
-def test_search_usage_errors_exit_2(work):
+def test_search_usage_errors_exit_2(dojo, work):
     # the search command itself is tested in tests/agents/test_agents_search.py
     r = dojo("search", "k.dojo", "--agent", "nope", "--budget", "1", cwd=work)
     assert r.returncode == 2 and r.stderr.startswith("search: unknown agent 'nope'")

@@ -27,6 +27,8 @@ from dojo_core.printer import print_program
 from dojo_core.source import load_source
 from dojo_core.walks import random_walk, replay
 
+from kernels_text import I8_WRAPPING_STORES, kernel_text
+
 HOST = detect_host_target()
 X86 = platform.machine() == "x86_64"
 TEST_OPT = "-O1"          # random walks and the many small kernels compile faster
@@ -129,14 +131,9 @@ def test_codegen_biased_random_walk(name):
 
 # --------------------------------------------------------------------------- vector lowering
 
-VEC = """\
-kernel vec(N = 3, M = 37)
-in  X: f32[N, M]
-in  b: f32[M]
-out Y: f32[N, M]
-out s: f32[N]
-out m: f32[N]
-
+VEC = kernel_text("vec(N = 3, M = 37)",
+                  "in X: f32[N, M]; in b: f32[M]; out Y: f32[N, M]; out s: f32[N]; "
+                  "out m: f32[N]", """\
 for i in 0..N:
   s[i] = 0
   m[i] = -inf
@@ -144,7 +141,7 @@ for i in 0..N:
     Y[i, j] = select(j < 20, exp(X[i, j]) * b[j], max(X[i, j], 0.5) - j) + X[i, 0]
     s[i] += X[i, j] * X[i, j]
     m[i] max= abs(X[i, j] - 0.25)
-"""
+""")
 
 
 def test_vector_loop_uses_vector_types_and_remainder():
@@ -231,21 +228,15 @@ def test_vector_reductions_use_independent_accumulators():
         assert all(e <= 1 for e in errors.values()), errors
 
 
-DIVIDE = """\
-kernel div(N = 12, M = 40)
-in  X: f32[N, M]
-in  d: f32[N]
-in  D: f64[N, M]
-in  e: f64[N]
-out Y: f32[N, M]
-out W: f64[N, M]
-
+DIVIDE = kernel_text("div(N = 12, M = 40)",
+                     "in X: f32[N, M]; in d: f32[N]; in D: f64[N, M]; in e: f64[N]; "
+                     "out Y: f32[N, M]; out W: f64[N, M]", """\
 for i in 0..N:
   for j in 0..M vector:
     Y[i, j] = X[i, j] / d[i]
   for k in 0..M vector:
     W[i, k] = D[i, k] / (e[i] * 2)
-"""
+""")
 
 
 def test_division_by_loop_invariant_uses_the_reciprocal():
@@ -343,32 +334,21 @@ for i in 0..N:
 
 
 def test_non_unit_stride_vector_loop_falls_back_to_omp_simd():
-    program = load_source("""\
-kernel colsum(N = 16, M = 24)
-in  X: f32[N, M]
-out s: f32[M]
-out t: f32[M]
-
+    column_sums = """\
 for j in 0..M:
   s[j] = 0
   for i in 0..N vector:
     s[j] += X[i, j]
-    t[j] = X[0, j]
-""")
+"""
+    program = load_source(kernel_text("colsum(N = 16, M = 24)",
+                                      "in X: f32[N, M]; out s: f32[M]; out t: f32[M]",
+                                      column_sums + "    t[j] = X[0, j]\n"))
     text = generate_c(program, "x86-avx512")
     assert "dojo_f32x" not in text
     # t[j] = ... is invariant in i and not a reduction: no simd pragma at all
     assert "#pragma omp simd" not in text
-    program2 = load_source("""\
-kernel colsum(N = 16, M = 24)
-in  X: f32[N, M]
-out s: f32[M]
-
-for j in 0..M:
-  s[j] = 0
-  for i in 0..N vector:
-    s[j] += X[i, j]
-""")
+    program2 = load_source(kernel_text("colsum(N = 16, M = 24)", "in X: f32[N, M]; out s: f32[M]",
+                                       column_sums))
     text = generate_c(program2, "x86-avx512")
     # X[i, j] is strided in i (a gather): the sum goes through a private scalar, unforced
     assert "float dojo_r1 = s[j];" in text and "#pragma omp simd" not in text
@@ -410,28 +390,17 @@ def test_generic_target_without_libmvec_compiles_and_matches():
 # --------------------------------------------------------------------------- semantics corners
 
 CORNERS = {
-    "ints": """\
-kernel ints(N = 12)
-in  A: i32[N]
-in  B: i64[N]
-out Q: i32[N]
-out R: i64[N]
-out S: i64[N]
-out m: i32
-
+    "ints": kernel_text("ints(N = 12)",
+                        "in A: i32[N]; in B: i64[N]; out Q: i32[N]; out R: i64[N]; "
+                        "out S: i64[N]; out m: i32", """\
 m = 0
 for i in 0..N:
   Q[i] = A[i] // (i - 5) + A[i] % 4
   R[i] = B[i] % (i - 5) - (B[i] // -3)
   S[i] = abs(B[i] - 20) * 3 + min(B[i], 4) - max(i - 6, 0)
   m max= A[i] * (i % 3 - 1)
-""",
-    "indices": """\
-kernel indices(N = 50)
-in  X: f32[N]
-out Y: f32[N]
-out Z: f32[N]
-
+"""),
+    "indices": kernel_text("indices(N = 50)", "in X: f32[N]; out Y: f32[N]; out Z: f32[N]", """\
 for i0 in 0..(N + 7) // 8:
   for i1 in 0..min(8, N - 8*i0):
     Y[(8*i0 + i1 - 3) % N] = X[(8*i0 + i1 + 100) // 3 - 33] + (i1 - 4) // 3
@@ -441,15 +410,10 @@ for i in 0..N:
   big[i * 1000] = X[i]
   sm[i % 4, (i + 1) % 4] = big[i * 1000] * 2
   Z[i] = sm[i % 4, (i + 1) % 4]
-""",
-    "bf16": """\
-kernel lowp(N = 33)
-in  A: bf16[N]
-in  C: bf16[N]
-out P: bf16[N]
-out R: bf16[N]
-out s: bf16
-
+"""),
+    "bf16": kernel_text("lowp(N = 33)",
+                        "in A: bf16[N]; in C: bf16[N]; out P: bf16[N]; out R: bf16[N]; "
+                        "out s: bf16", """\
 s = 0
 for i in 0..N vector:
   P[i] = A[i] * C[i] + 1
@@ -457,31 +421,22 @@ for i in 0..N vector:
 for j in 0..N:
   s += A[j] * 0.1
   P[j] max= C[j]
-""",
-    "f16": """\
-kernel half(N = 33)
-in  B: f16[N]
-out Q: f16[N]
-out t: f16
-
+"""),
+    "f16": kernel_text("half(N = 33)", "in B: f16[N]; out Q: f16[N]; out t: f16", """\
 t = 0
 for i in 0..N vector:
   Q[i] = B[i] * B[i] - exp(B[i]) / 3 + sqrt(abs(B[i])) * max(B[i], 0.5) - i // 4
 for j in 0..N:
   t += B[j] * 0.1
   Q[j] min= t
-""",
-    "names": """\
-kernel names(float = 8, N = 4)
-in  expf: f32[float]
-in  dojo_x: f32[float]
-out int: f32[float]
-
+"""),
+    "names": kernel_text("names(float = 8, N = 4)",
+                         "in expf: f32[float]; in dojo_x: f32[float]; out int: f32[float]", """\
 for double in 0..float:
   local sqrtf: f32
   sqrtf = sqrt(expf[double] * expf[double] + 1)
   int[double] = sqrtf + dojo_x[double] + N
-""",
+"""),
 }
 
 
@@ -504,17 +459,9 @@ def test_semantic_corners_match_interpreter(name):
 
 # --------------------------------------------------------------------------- transcendentals
 
-FUNCS = """\
-kernel fns(N = 100000)
-in  X: f32[N]
-in  P: f32[N]
-out E: f32[N]
-out T: f32[N]
-out R: f32[N]
-out L: f32[N]
-out S: f32[N]
-out W: f32[N]
-
+FUNCS = kernel_text("fns(N = 100000)",
+                    "in X: f32[N]; in P: f32[N]; out E: f32[N]; out T: f32[N]; out R: f32[N]; "
+                    "out L: f32[N]; out S: f32[N]; out W: f32[N]", """\
 for i in 0..N vector:
   E[i] = exp(X[i])
   T[i] = tanh(X[i])
@@ -522,7 +469,7 @@ for i in 0..N vector:
   L[i] = log(P[i])
   S[i] = sqrt(P[i])
   W[i] = pow(P[i], X[i])
-"""
+""")
 
 # stated bounds, in units in the last place of the f32 result (measured with glibc 2.36's
 # libmvec, AVX-512: exp 2.5, tanh 1.3, erf 4.0, log 3.7, sqrt 0.5, pow 0.6)
@@ -559,14 +506,10 @@ def test_vector_transcendentals_accuracy(target):
         assert worst <= ULP_BOUND[name], f"{name}: {worst:.2f} ulp"
 
 
-EXP_SWEEP = """\
-kernel e(N = 1048576)
-in  X: f32[N]
-out E: f32[N]
-
+EXP_SWEEP = kernel_text("e(N = 1048576)", "in X: f32[N]; out E: f32[N]", """\
 for i in 0..N vector:
   E[i] = exp(X[i])
-"""
+""")
 
 # The inline vector expf (c_vector.VEXPF), max error in ulp of the float32 result against
 # float64 numpy.exp for normal results, measured over every float in [-104, 89]: the AVX-512
@@ -660,17 +603,9 @@ def test_transcendentals_stay_vectorized_in_assembly(tmp_path, isa, letter):
 
 # --------------------------------------------------------------------------- i8
 
-INT8 = """\
-kernel q8(M = 3, N = 37, K = 45)
-in  A: i8[M, K]
-in  B: i8[K, N]
-in  Bt: i8[N, K]
-out C: i32[M, N]
-out T: i32[M, N]
-out E: i64[M, K]
-out D: i8[M, N]
-out F: i8[M]
-
+INT8 = kernel_text("q8(M = 3, N = 37, K = 45)",
+                   "in A: i8[M, K]; in B: i8[K, N]; in Bt: i8[N, K]; out C: i32[M, N]; "
+                   "out T: i32[M, N]; out E: i64[M, K]; out D: i8[M, N]; out F: i8[M]", """\
 for i in 0..M:
   for j in 0..N:
     C[i, j] = 0
@@ -688,7 +623,7 @@ for i in 0..M:
   F[i] = -128
   for k6 in 0..K:
     F[i] max= A[i, k6]
-"""
+""")
 
 
 def _i8_inputs(program, seed):
@@ -731,18 +666,8 @@ def test_i8_matmul_vector_schedule_matches_interpreter():
 
 
 def test_i8_stores_wrap_in_c():
-    program = load_source("""\
-kernel w8(N = 40)
-in  A: i8[N]
-out D: i8[N, 4]
-
-for i in 0..N:
-  D[i, 0] = A[i] * A[i]
-  D[i, 1] = A[i] + 300
-  D[i, 2] = 0
-  D[i, 2] max= A[i] * 2
-  D[i, 3] = (A[i] * 4) // 3
-""")
+    program = load_source(kernel_text("w8(N = 40)", "in A: i8[N]; out D: i8[N, 4]",
+                                      I8_WRAPPING_STORES))
     A = np.random.default_rng(5).integers(-128, 128, size=40).astype(np.int8)
     A[:4] = [-128, 127, 100, -100]
     got = harness.run_c(program, {"A": A}, opt=TEST_OPT)["D"]

@@ -39,7 +39,7 @@ from dojo_core.steps import read_steps, replay
 from dojo_core.transforms import apply_step
 from dojo_core.walks import random_walk
 
-from kernels_text import matmul_text
+from kernels_text import MATMUL_MN_LOOPS, kernel_text as dojo_text, matmul_text
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEDULES = Path(__file__).parent / "cuda_schedules"
@@ -364,20 +364,11 @@ def test_emulated_random_walks_with_bindings_match_the_interpreter(tmp_path):
     _emulate(cases, tmp_path)
 
 
-INT8_MATMUL = """\
-kernel int8_matmul(M = 48, N = 64, K = 40)
-in  A: i8[M, K]
-in  B: i8[K, N]
-out C: i32[M, N]
-out D: i8[M, N]
-
-for i in 0..M:
-  for j in 0..N:
-    C[i, j] = 0
-    for k in 0..K:
-      C[i, j] += A[i, k] * B[k, j]
+INT8_MATMUL = dojo_text("int8_matmul(M = 48, N = 64, K = 40)",
+                        "in A: i8[M, K]; in B: i8[K, N]; out C: i32[M, N]; out D: i8[M, N]",
+                        MATMUL_MN_LOOPS + """\
     D[i, j] = A[i, 0] * B[0, j] * 100 + 100 + j
-"""
+""")
 
 
 def bound_int8_matmul():

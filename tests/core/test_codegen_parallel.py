@@ -20,15 +20,13 @@ from dojo_core.source import load_source
 from dojo_core.suite import load as load_suite
 from dojo_core.walks import replay
 
+from kernels_text import kernel_text
+
 
 TWO_GEMMS = load_suite("k2mm", "f32", "test")
 
-NESTED = """\
-kernel nested(B = 3, N = 37)
-in  X: f32[B, N]
-out Y: f32[B, N]
-out Z: f32[B]
-
+NESTED = kernel_text("nested(B = 3, N = 37)",
+                     "in X: f32[B, N]; out Y: f32[B, N]; out Z: f32[B]", """\
 for b in 0..B:
   local s: f32
   local row: f32[N]
@@ -38,20 +36,16 @@ for b in 0..B:
   for i in 0..N parallel:
     Y[b, i] = row[i] * s + b
   Z[b] = s
-"""
+""")
 
-WRITES_OUTER_SCALAR = """\
-kernel carried(N = 1)
-in  X: f32[N]
-out Y: f32[N]
-
+WRITES_OUTER_SCALAR = kernel_text("carried(N = 1)", "in X: f32[N]; out Y: f32[N]", """\
 local s: f32
 s = 0
 for i in 0..N parallel:
   s += X[i]
 for j in 0..N:
   Y[j] = s
-"""
+""")
 
 
 def assert_matches_interp(program, threads):
@@ -129,18 +123,14 @@ def test_threads_never_store_their_neighbours_elements():
         assert all(e <= 1 for e in errors.values()), f"run {run}: {errors}"
 
 
-TRIANGLE = """\
-kernel triangle(N = 9)
-in  X: f32[N, N]
-out Y: f32[N, N]
-
+TRIANGLE = kernel_text("triangle(N = 9)", "in X: f32[N, N]; out Y: f32[N, N]", """\
 for i in 0..N:
   for j in 0..N:
     Y[i, j] = 0
 for i2 in 0..N:
   for j2 in i2 + 1..N parallel:
     Y[i2, j2] = X[i2, j2] + X[j2, i2]
-"""
+""")
 
 
 @pytest.mark.parametrize("threads", [1, 2, 5])

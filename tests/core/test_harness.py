@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -23,7 +20,6 @@ from dojo_core.source import load_source
 
 from kernels_text import VADD
 
-ROOT = Path(__file__).resolve().parents[2]
 HOST = detect_host_target()
 
 
@@ -216,17 +212,10 @@ def test_parallel_kernels_with_two_threads():
 
 # --------------------------------------------------------------------------- command line
 
-def dojo(*args, cwd: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.pop("DOJO_TRACEBACK", None)
-    proc = subprocess.run([sys.executable, "-m", "dojo_core", *map(str, args)],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+CLI_TIMEOUT_S = 300     # the time limit of the dojo fixture (tests/core/conftest.py)
 
 
-def test_cli_run_backend_c(tmp_path):
+def test_cli_run_backend_c(dojo, tmp_path):
     (tmp_path / "k.dojo").write_text(VADD)
     a, b = np.arange(16, dtype=np.float32), np.ones(16, np.float32)
     np.savez(tmp_path / "in.npz", A=a, B=b)
@@ -238,7 +227,7 @@ def test_cli_run_backend_c(tmp_path):
         assert c.files == ["C"] and np.array_equal(c["C"], i["C"])
 
 
-def test_cli_codegen(tmp_path):
+def test_cli_codegen(dojo, tmp_path):
     (tmp_path / "k.dojo").write_text(VADD)
     (tmp_path / "s.steps").write_text("vectorize i\n")
     r = dojo("codegen", "k.dojo", "--steps", "s.steps", "--target", "c", "--isa", "x86-avx512",
@@ -255,7 +244,7 @@ def test_cli_codegen(tmp_path):
     assert r.returncode == 2                              # --target is required
 
 
-def test_cli_bench(tmp_path):
+def test_cli_bench(dojo, tmp_path):
     lib = kernel_path("matmul")
     (tmp_path / "s.steps").write_text("fission j after s0\nsplit j2 by 16\ninterchange j21 k\n"
                                       "vectorize j21\nparallelize i\n")

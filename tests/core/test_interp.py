@@ -14,6 +14,8 @@ from dojo_core.interp import runtime as rt
 from dojo_core.checker import check
 from dojo_core.parser import parse
 
+from kernels_text import I8_WRAPPING_STORES, MATMUL_MN_LOOPS, kernel_text
+
 RNG = np.random.default_rng(2024)
 
 
@@ -102,11 +104,7 @@ def test_round_bf16_is_nearest_even():
 # ----------------------------------------------------------------------------- statements
 
 def test_every_statement_op():
-    p = kernel("""kernel t(N = 37)
-in    X: f64[N]
-inout A: f64[N]
-out   Y: f64[N, 5]
-
+    p = kernel(kernel_text("t(N = 37)", "in X: f64[N]; inout A: f64[N]; out Y: f64[N, 5]", """\
 for i in 0..N:
   Y[i, 0] = X[i]
   Y[i, 1] = 2
@@ -118,7 +116,7 @@ for i in 0..N:
   Y[i, 4] = 0.25
   Y[i, 4] min= X[i]
   A[i] += X[i] * X[i]
-""")
+"""))
     X, A = RNG.normal(size=37), RNG.normal(size=37)
     out = run_both(p, {"X": X, "A": A})
     want = np.stack([X, 2 + X, 3 * X, np.maximum(0.25, X), np.minimum(0.25, X)], axis=1)
@@ -127,13 +125,9 @@ for i in 0..N:
 
 
 def test_reductions_all_ops_vectorised():
-    p = kernel("""kernel t(N = 20, M = 30)
-in  X: f32[N, M]
-out S: f32[N]
-out P: f32[N]
-out H: f32[N]
-out L: f32[N]
-
+    p = kernel(kernel_text("t(N = 20, M = 30)",
+                           "in X: f32[N, M]; out S: f32[N]; out P: f32[N]; out H: f32[N]; "
+                           "out L: f32[N]", """\
 for i in 0..N:
   S[i] = 0
   P[i] = 1
@@ -151,7 +145,7 @@ for e in 0..N:
 for g in 0..N:
   for h in 0..M:
     L[g] min= X[g, h]
-""")
+"""))
     X = f32(20, 30)
     out = run_both(p, {"X": X})
     seq = np.zeros(20, np.float32)
@@ -165,11 +159,7 @@ for g in 0..N:
 
 
 def test_every_function_select_and_operators():
-    p = kernel("""kernel t(N = 40)
-in  X: f32[N]
-in  Z: f32[N]
-out Y: f32[N, 16]
-
+    p = kernel(kernel_text("t(N = 40)", "in X: f32[N]; in Z: f32[N]; out Y: f32[N, 16]", """\
 for i in 0..N:
   Y[i, 0] = exp(X[i])
   Y[i, 1] = log(Z[i])
@@ -187,7 +177,7 @@ for i in 0..N:
   Y[i, 13] = X[i] - Z[i] * 2.5
   Y[i, 14] = i * 0.5 + N
   Y[i, 15] = -(X[i] / 3)
-""")
+"""))
     X, Z = f32(40), RNG.uniform(0.1, 2, size=40).astype(np.float32)
     Y = run_both(p, {"X": X, "Z": Z})["Y"]
     i = np.arange(40)
@@ -202,12 +192,8 @@ for i in 0..N:
 
 
 def test_integer_dtypes_and_integer_arithmetic():
-    p = kernel("""kernel t(N = 9)
-in  A: i32[N]
-in  k: i64
-out B: i32[N, 5]
-out C: i64[N]
-
+    p = kernel(kernel_text("t(N = 9)",
+                           "in A: i32[N]; in k: i64; out B: i32[N, 5]; out C: i64[N]", """\
 for i in 0..N:
   B[i, 0] = A[i] // 3
   B[i, 1] = A[i] % 3
@@ -215,7 +201,7 @@ for i in 0..N:
   B[i, 3] = max(A[i], 2) + min(A[i], -2)
   B[i, 4] = select(A[i] > 0, A[i], -A[i])
   C[i] = k * 4000000000 + (i + 1) // 2 - N
-""")
+"""))
     A = np.arange(-4, 5, dtype=np.int32)
     out = run_both(p, {"A": A, "k": 3})
     i = np.arange(9)
@@ -224,21 +210,13 @@ for i in 0..N:
     assert same(out["C"], (3 * 4000000000 + (i + 1) // 2 - 9).astype(np.int64))
 
 
-INT8_MATMUL = """kernel q(M = 6, N = 20, K = 40)
-in  A: i8[M, K]
-in  B: i8[K, N]
-out C: i32[M, N]
-out E: i64[M]
-
-for i in 0..M:
-  for j in 0..N:
-    C[i, j] = 0
-    for k in 0..K:
-      C[i, j] += A[i, k] * B[k, j]
+INT8_MATMUL = kernel_text("q(M = 6, N = 20, K = 40)",
+                          "in A: i8[M, K]; in B: i8[K, N]; out C: i32[M, N]; out E: i64[M]",
+                          MATMUL_MN_LOOPS + """\
   E[i] = 0
   for k2 in 0..K:
     E[i] += A[i, k2] * A[i, k2] * 1000000
-"""
+""")
 
 
 def i8(*shape):
@@ -262,19 +240,11 @@ def test_i8_arithmetic_is_promoted_and_exact():
 def test_i8_stores_wrap_modulo_256():
     """A store into an i8 array computes in int32 and wraps (two's complement), as numpy's
     astype(int8) and C's conversion to int8_t; max= and // see the unwrapped int32 value."""
-    p = kernel("""kernel w(N = 40)
-in  A: i8[N]
-out D: i8[N, 5]
-
-for i in 0..N:
-  D[i, 0] = A[i] * A[i]
-  D[i, 1] = A[i] + 300
-  D[i, 2] = 0
-  D[i, 2] max= A[i] * 2
-  D[i, 3] = (A[i] * 4) // 3
+    p = kernel(kernel_text("w(N = 40)", "in A: i8[N]; out D: i8[N, 5]",
+                           I8_WRAPPING_STORES + """\
   D[i, 4] = A[i]
   D[i, 4] += 200
-""")
+"""))
     A = i8(40)
     A[:4] = [-128, 127, 100, -100]
     out = run_both(p, {"A": A})
@@ -304,16 +274,12 @@ def test_f64_and_f16_arithmetic_happen_in_their_dtype():
 
 
 def test_bf16_rounds_inputs_and_every_store():
-    p = kernel("""kernel t(N = 64)
-in  X: bf16[N]
-out Y: bf16[N]
-out S: bf16
-
+    p = kernel(kernel_text("t(N = 64)", "in X: bf16[N]; out Y: bf16[N]; out S: bf16", """\
 S = 0
 for i in 0..N:
   Y[i] = X[i] * 3
   S += X[i]
-""")
+"""))
     X = f32(64)
     out = run_both(p, {"X": X})
     xb = rt.round_bf16(X)
@@ -330,11 +296,7 @@ for i in 0..N:
 # ----------------------------------------------------------------------------- structure
 
 def test_split_tail_loops_with_min_bounds():
-    text = """kernel t(N = 70)
-in  A: f32[N]
-out B: f32[N]
-out C: f32[N]
-
+    text = kernel_text("t(N = 70)", "in A: f32[N]; out B: f32[N]; out C: f32[N]", """\
 for i0 in 0..(N + 31) // 32:
   for i1 in 0..min(32, N - 32*i0):
     B[32*i0 + i1] = A[32*i0 + i1] * 2
@@ -342,7 +304,7 @@ for j0 in 0..(N + 7) // 8:
   C[8*j0] = 0
   for j1 in 0..min(8, N - 8*j0):
     C[8*j0 + j1] = A[8*j0 + j1] + j0
-"""
+""")
     for n in (70, 64, 1, 33):
         p = kernel(text).with_sizes({"N": n})
         A = f32(n)
@@ -352,11 +314,7 @@ for j0 in 0..(N + 7) // 8:
 
 
 def test_triangular_and_dependent_bounds():
-    p = kernel("""kernel t(N = 12)
-in  L: f64[N, N]
-out Y: f64[N, N]
-out R: f64[N]
-
+    p = kernel(kernel_text("t(N = 12)", "in L: f64[N, N]; out Y: f64[N, N]; out R: f64[N]", """\
 for i in 0..N:
   for j in 0..N:
     Y[i, j] = 0
@@ -367,7 +325,7 @@ for r in 0..N:
   R[r] = 0
   for c in max(r - 2, 0)..min(r + 3, N):
     R[r] += L[r, c]
-""")
+"""))
     L = RNG.normal(size=(12, 12))
     out = run_both(p, {"L": L})
     want = np.tril(L) + np.tril(np.maximum(np.arange(12) - 3, 0)[:, None] + 0 * L)
@@ -380,11 +338,8 @@ for r in 0..N:
 
 
 def test_locals_are_per_block_and_temps_work():
-    p = kernel("""kernel t(N = 6, M = 17)
-in   X: f32[N, M]
-out  Y: f32[N, M]
-temp T: f32[M]
-
+    p = kernel(kernel_text("t(N = 6, M = 17)",
+                           "in X: f32[N, M]; out Y: f32[N, M]; temp T: f32[M]", """\
 for i in 0..N:
   local s: f32
   local row: f32[M]
@@ -396,7 +351,7 @@ for i in 0..N:
     T[k] = row[k] / s
   for l in 0..M:
     Y[i, l] = T[l] + i
-""")
+"""))
     X = f32(6, 17)
     Y = run_both(p, {"X": X})["Y"]
     sq = X * X
@@ -426,13 +381,10 @@ def test_out_arrays_start_uninitialised():
 
 
 def test_prefix_sum_recurrence_is_sequential():
-    p = kernel("""kernel t(N = 50)
-in    X: f32[N]
-inout A: f32[N]
-
+    p = kernel(kernel_text("t(N = 50)", "in X: f32[N]; inout A: f32[N]", """\
 for i in 1..N:
   A[i] = A[i - 1] + X[i]
-""")
+"""))
     X, A = f32(50), f32(50)
     got = run_both(p, {"X": X, "A": A})["A"]
     want = A.copy()
@@ -455,12 +407,8 @@ def test_scalar_recurrence_in_a_loop_is_sequential():
 
 
 def test_non_injective_writes_keep_the_last_value():
-    p = kernel("""kernel t(N = 8, M = 40)
-in  X: f32[N, M]
-out Y: f32[M]
-out H: f32[M]
-out S: f32[M]
-
+    p = kernel(kernel_text("t(N = 8, M = 40)",
+                           "in X: f32[N, M]; out Y: f32[M]; out H: f32[M]; out S: f32[M]", """\
 for i in 0..N:
   for j in 0..M:
     Y[j] = X[i, j]
@@ -471,7 +419,7 @@ for l in 0..M:
 for a in 0..N:
   for b in 0..M:
     S[b // 4] += X[a, b]
-""")
+"""))
     X = f32(8, 40)
     out = run_both(p, {"X": X})
     assert same(out["Y"], X[-1])
@@ -484,16 +432,13 @@ for a in 0..N:
 
 
 def test_runtime_injectivity_check_takes_both_branches():
-    p = kernel("""kernel t(N = 7, M = 8)
-in  X: f32[N, M]
-out Z: f32[N, M]
-
+    p = kernel(kernel_text("t(N = 7, M = 8)", "in X: f32[N, M]; out Z: f32[N, M]", """\
 for i in 0..N:
   for k in 0..M:
     Z[i, k] = 0
   for j in 0..min(i, M):
     Z[i, (j + i) // 2] = X[i, j]
-""")
+"""))
     X = f32(7, 8)
     Z = run_both(p, {"X": X})["Z"]
     want = np.zeros((7, 8), np.float32)
@@ -505,11 +450,7 @@ for i in 0..N:
 
 
 def test_locals_of_an_innermost_body_are_privatised_per_point():
-    p = kernel("""kernel t(N = 24, K = 40)
-in  A: f32[N, K]
-in  B: f32[K]
-out C: f32[N]
-
+    p = kernel(kernel_text("t(N = 24, K = 40)", "in A: f32[N, K]; in B: f32[K]; out C: f32[N]", """\
 for i in 0..N:
   C[i] = 0
   for k in 0..K:
@@ -519,7 +460,7 @@ for i in 0..N:
     pair[0] = A[i, k]
     pair[1] = pair[0] * Bt
     C[i] += pair[1]
-""")
+"""))
     A, B = f32(24, 40), f32(40)
     C = run_both(p, {"A": A, "B": B})["C"]
     want = np.zeros(24, np.float32)
@@ -530,19 +471,15 @@ for i in 0..N:
 
 
 def test_names_that_look_like_generated_ones():
-    p = kernel("""kernel t(N = 20)
-in  n: f32[N]
-out p: f32[N]
-out ok: f32[N]
-out it: f32
-
+    p = kernel(kernel_text("t(N = 20)",
+                           "in n: f32[N]; out p: f32[N]; out ok: f32[N]; out it: f32", """\
 it = 0
 for np in 0..N:
   p[np] = n[np] * 2
   ok[np] = p[np] + 1
 for rt in 0..N:
   it += n[rt]
-""")
+"""))
     X = f32(20)
     out = run_both(p, {"n": X})
     assert same(out["p"], X * 2) and same(out["ok"], X * 2 + np.float32(1))
@@ -623,19 +560,14 @@ def test_large_fixed_iteration_sets_are_built_at_run_time(monkeypatch):
 
 # ----------------------------------------------------------------------------- inputs / outputs
 
-SCALE = """kernel t(N = 4)
-in    X: f32[N]
-in    a: f32
-in    k: i32
-inout A: f64[N]
-out   Y: f32[N]
-out   I: i32[N]
-
+SCALE = kernel_text("t(N = 4)",
+                    "in X: f32[N]; in a: f32; in k: i32; inout A: f64[N]; out Y: f32[N]; "
+                    "out I: i32[N]", """\
 for i in 0..N:
   Y[i] = X[i] * a + 3
   I[i] = k + i
   A[i] += 1
-"""
+""")
 
 
 def test_scalar_inputs_accept_python_numbers_and_0d_arrays():

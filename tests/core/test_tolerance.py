@@ -11,40 +11,23 @@ from dojo_core.kernels import load_kernel, random_inputs
 from dojo_core.interp import run
 from dojo_core.tolerance import UNIT_ROUNDOFF, error_units, relative_tolerance
 
-LOCAL_ROWS = """\
-kernel rows(N = 8, M = 5000)
-in  X: f32[N, M]
-out Y: f32[N, M]
+from kernels_text import kernel_text, row_normalize_body
 
-for i in 0..N:
-  local s: f32
-  s = 0
-  for j in 0..M:
-    s += X[i, j]
-  for k in 0..M:
-    Y[i, k] = X[i, k] / s
-"""
+LOCAL_ROWS = kernel_text("rows(N = 8, M = 5000)", "in X: f32[N, M]; out Y: f32[N, M]",
+                         row_normalize_body("X", "Y"))
 
-TRIANGLE = """\
-kernel tri(N = 3000)
-in  A: f64[N, N]
-out y: f64[N]
-
+TRIANGLE = kernel_text("tri(N = 3000)", "in A: f64[N, N]; out y: f64[N]", """\
 for i in 0..N:
   y[i] = 0
   for j in 0..i + 1:
     y[i] += A[i, j]
-"""
+""")
 
-MAXES = """\
-kernel m(N = 100000)
-in  x: f32[N]
-out s: f32
-
+MAXES = kernel_text("m(N = 100000)", "in x: f32[N]; out s: f32", """\
 s = -1e30
 for i in 0..N:
   s max= x[i]
-"""
+""")
 
 
 def test_a_reduction_carries_one_unit_per_extra_term():

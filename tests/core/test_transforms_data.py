@@ -22,7 +22,8 @@ from dojo_core.transforms import REGISTRY, apply_step, explain
 from dojo_core.transforms import footprint
 from dojo_core.transforms.base import NotApplicable
 
-from kernels_text import matmul_text
+from kernels_text import kernel_text, matmul_text, row_normalize_body, with_body
+from transform_checks import walk
 
 MINE = ("stage", "accumulate", "layout", "inline", "materialize", "expand")
 
@@ -50,6 +51,10 @@ def apply_all(program, steps):
 
 
 def golden(before_text, steps, after_text):
+    """The steps take before_text to after_text: a whole kernel text, or only the body when
+    the steps leave the kernel line and declarations as they are."""
+    if not after_text.startswith("kernel "):
+        after_text = with_body(before_text, after_text)
     before = kernel(before_text)
     after = apply_all(before, steps)
     assert print_program(after) == after_text
@@ -61,41 +66,29 @@ def golden(before_text, steps, after_text):
 
 # --------------------------------------------------------------------------- programs
 
-TILED = """\
-kernel matmul(N = 24, M = 32, K = 20)
-in    A: f32[N, K]
-in    B: f32[K, M]
-inout C: f32[N, M]
-
+TILED = kernel_text("matmul(N = 24, M = 32, K = 20)",
+                    "in A: f32[N, K]; in B: f32[K, M]; inout C: f32[N, M]", """\
 for j0 in 0..M // 16:
   for i in 0..N:
     for k in 0..K:
       for j1 in 0..16:
         C[i, 16*j0 + j1] += A[i, k] * B[k, 16*j0 + j1]
-"""
+""")
 
 TILED_WIDE = TILED.replace("N = 24, M = 32, K = 20", "N = 72, M = 32, K = 80")
 
 MATMUL = matmul_text(8, 32, 12)
 
-TAIL = """\
-kernel rows(N = 100, K = 8)
-in  A: f32[N, K]
-out s: f32[N]
-
+TAIL = kernel_text("rows(N = 100, K = 8)", "in A: f32[N, K]; out s: f32[N]", """\
 for i0 in 0..(N + 31) // 32:
   for i1 in 0..min(32, N - 32*i0):
     s[32*i0 + i1] = 0
     for k in 0..K:
       s[32*i0 + i1] += A[32*i0 + i1, k]
-"""
+""")
 
-TILE_AFTER_INIT = """\
-kernel mm(N = 8, M = 32, K = 12)
-in  A: f32[N, K]
-in  B: f32[K, M]
-out C: f32[N, M]
-
+TILE_AFTER_INIT = kernel_text("mm(N = 8, M = 32, K = 12)",
+                              "in A: f32[N, K]; in B: f32[K, M]; out C: f32[N, M]", """\
 for i in 0..N:
   for j in 0..M:
     C[i, j] = 0
@@ -105,18 +98,13 @@ for i0 in 0..N // 4:
       for k in 0..K:
         for j1 in 0..16:
           C[4*i0 + i1, 16*j0 + j1] += A[4*i0 + i1, k] * B[k, 16*j0 + j1]
-"""
+""")
 
 
 # --------------------------------------------------------------------------- stage
 
-def test_stage_tiled_matmul_picture():
-    golden(TILED, ["stage B at j0 as Bt"], """\
-kernel matmul(N = 24, M = 32, K = 20)
-in    A: f32[N, K]
-in    B: f32[K, M]
-inout C: f32[N, M]
-
+# TILED after stage B at j0 as Bt
+TILED_STAGED = """\
 for j0 in 0..M // 16:
   local Bt: f32[K, 16]
   for k1 in 0..K:
@@ -126,16 +114,15 @@ for j0 in 0..M // 16:
     for k in 0..K:
       for j1 in 0..16:
         C[i, 16*j0 + j1] += A[i, k] * Bt[k, j1]
-""")
+"""
+
+
+def test_stage_tiled_matmul_picture():
+    golden(TILED, ["stage B at j0 as Bt"], TILED_STAGED)
 
 
 def test_stage_one_element_gives_a_scalar():
     golden(MATMUL, ["stage A at k as At"], """\
-kernel matmul(N = 8, M = 32, K = 12)
-in  A: f32[N, K]
-in  B: f32[K, M]
-out C: f32[N, M]
-
 for i in 0..N:
   for j in 0..M:
     C[i, j] = 0
@@ -154,10 +141,6 @@ def test_stage_row_gives_a_vector():
 
 def test_stage_with_a_tail_clamps_the_copy():
     golden(TAIL, ["stage A at i0 as At"], """\
-kernel rows(N = 100, K = 8)
-in  A: f32[N, K]
-out s: f32[N]
-
 for i0 in 0..(N + 31) // 32:
   local At: f32[32, K]
   for i2 in 0..min(32, N - 32*i0):
@@ -186,12 +169,8 @@ def test_stage_im2col_like_window_on_conv2d():
 
 
 def test_stage_reversed_and_modular_indices():
-    before = kernel("""\
-kernel k(N = 64)
-in  A: f32[N, 4]
-out B: f32[N, 4]
-out s: f32[N]
-
+    before = kernel(kernel_text("k(N = 64)",
+                                "in A: f32[N, 4]; out B: f32[N, 4]; out s: f32[N]", """\
 for i0 in 0..N // 16:
   for r in 0..64:
     B[16*i0 + r // 4, r % 4] = A[16*i0 + r // 4, r % 4]
@@ -199,7 +178,7 @@ for i in 0..N:
   s[i] = 0
   for j in 0..4:
     s[i] += A[N - 1 - i, 3 - j]
-""")
+"""))
     after = apply_all(before, ["stage A at i0 as At", "stage A at i as At2"])
     text = print_program(after)
     assert """\
@@ -223,13 +202,14 @@ for i in 0..N:
 
 # --------------------------------------------------------------------------- accumulate
 
+def register_tile_store(i: str, j: str) -> str:
+    """The last loops of a 4 x 16 register tile accumulation: acc stored back into C."""
+    return (f"    for {i} in 0..4:\n      for {j} in 0..16:\n"
+            f"        C[4*i0 + {i}, 16*j0 + {j}] = acc[{i}, {j}]\n")
+
+
 def test_accumulate_matmul_scalar_accumulator():
     golden(MATMUL, ["accumulate C at k as acc"], """\
-kernel matmul(N = 8, M = 32, K = 12)
-in  A: f32[N, K]
-in  B: f32[K, M]
-out C: f32[N, M]
-
 for i in 0..N:
   for j in 0..M:
     C[i, j] = 0
@@ -244,11 +224,6 @@ for i in 0..N:
 def test_accumulate_register_tile_after_splits_skips_the_load():
     golden(MATMUL, ["split i by 4", "split j by 16", "interchange i1 j0",
                     "accumulate C at i1 as acc in register"], """\
-kernel matmul(N = 8, M = 32, K = 12)
-in  A: f32[N, K]
-in  B: f32[K, M]
-out C: f32[N, M]
-
 for i0 in 0..N // 4:
   for j0 in 0..M // 16:
     local acc: f32[4, 16] in register
@@ -257,19 +232,11 @@ for i0 in 0..N // 4:
         acc[i1, j1] = 0
         for k in 0..K:
           acc[i1, j1] += A[4*i0 + i1, k] * B[k, 16*j0 + j1]
-    for i2 in 0..4:
-      for j2 in 0..16:
-        C[4*i0 + i2, 16*j0 + j2] = acc[i2, j2]
-""")
+""" + register_tile_store("i2", "j2"))
 
 
 def test_accumulate_register_tile_loads_what_an_earlier_nest_wrote():
     golden(TILE_AFTER_INIT, ["accumulate C at i1 as acc in register"], """\
-kernel mm(N = 8, M = 32, K = 12)
-in  A: f32[N, K]
-in  B: f32[K, M]
-out C: f32[N, M]
-
 for i in 0..N:
   for j in 0..M:
     C[i, j] = 0
@@ -283,18 +250,11 @@ for i0 in 0..N // 4:
       for k in 0..K:
         for j1 in 0..16:
           acc[i1, j1] += A[4*i0 + i1, k] * B[k, 16*j0 + j1]
-    for i3 in 0..4:
-      for j3 in 0..16:
-        C[4*i0 + i3, 16*j0 + j3] = acc[i3, j3]
-""")
+""" + register_tile_store("i3", "j3"))
 
 
 def test_accumulate_with_a_tail_clamps_the_store():
     golden(TAIL, ["accumulate s at i1 as acc"], """\
-kernel rows(N = 100, K = 8)
-in  A: f32[N, K]
-out s: f32[N]
-
 for i0 in 0..(N + 31) // 32:
   local acc: f32[32]
   for i1 in 0..min(32, N - 32*i0):
@@ -307,15 +267,11 @@ for i0 in 0..(N + 31) // 32:
 
 
 def test_accumulate_decided_by_the_checker_when_forms_do_not_tell():
-    before = kernel("""\
-kernel k(N = 64)
-in  A: f32[N, 4]
-out B: f32[N, 4]
-
+    before = kernel(kernel_text("k(N = 64)", "in A: f32[N, 4]; out B: f32[N, 4]", """\
 for i0 in 0..N // 16:
   for r in 0..64:
     B[16*i0 + r // 4, r % 4] = A[16*i0 + r // 4, r % 4]
-""")
+"""))
     after = apply_all(before, ["accumulate B at r as acc"])
     text = print_program(after)
     assert "acc[r // 4, r % 4] = A[16*i0 + r // 4, r % 4]" in text
@@ -326,22 +282,10 @@ for i0 in 0..N // 16:
 # --------------------------------------------------------------------------- layout
 
 def test_layout_of_a_staged_local():
-    golden(TILED, ["stage B at j0 as Bt", "layout Bt 1 0"], """\
-kernel matmul(N = 24, M = 32, K = 20)
-in    A: f32[N, K]
-in    B: f32[K, M]
-inout C: f32[N, M]
-
-for j0 in 0..M // 16:
-  local Bt: f32[16, K]
-  for k1 in 0..K:
-    for j2 in 0..16:
-      Bt[j2, k1] = B[k1, 16*j0 + j2]
-  for i in 0..N:
-    for k in 0..K:
-      for j1 in 0..16:
-        C[i, 16*j0 + j1] += A[i, k] * Bt[j1, k]
-""")
+    # Bt's two dimensions swapped, in its declaration and in every access
+    golden(TILED, ["stage B at j0 as Bt", "layout Bt 1 0"],
+           TILED_STAGED.replace("Bt: f32[K, 16]", "Bt: f32[16, K]")
+           .replace("Bt[k1, j2]", "Bt[j2, k1]").replace("Bt[k, j1]", "Bt[j1, k]"))
 
 
 def test_layout_of_a_temp_and_its_inverse():
@@ -358,11 +302,6 @@ def test_layout_of_a_temp_and_its_inverse():
 def test_materialize_then_inline_round_trip():
     before = kernel(MATMUL)
     middle = golden(MATMUL, ["materialize s1 as t"], """\
-kernel matmul(N = 8, M = 32, K = 12)
-in  A: f32[N, K]
-in  B: f32[K, M]
-out C: f32[N, M]
-
 for i in 0..N:
   for j in 0..M:
     C[i, j] = 0
@@ -387,13 +326,7 @@ def test_materialize_default_names_are_fresh():
         == "stage A at i as At2"
 
 
-I8 = """\
-kernel q8(N = 40)
-in  A: i8[N]
-out D: i8[N]
-out E: i8
-out F: i8
-
+I8 = kernel_text("q8(N = 40)", "in A: i8[N]; out D: i8[N]; out E: i8; out F: i8", """\
 E = 0
 F = 0
 for i in 0..N:
@@ -403,7 +336,7 @@ for k in 0..N:
   E max= A[k] * A[k]
 for m in 0..N:
   F max= A[m]
-"""
+""")
 
 
 def test_i8_materialize_inline_and_vectorize_keep_the_wrap():
@@ -429,12 +362,7 @@ def test_i8_materialize_inline_and_vectorize_keep_the_wrap():
 
 # --------------------------------------------------------------------------- refusals
 
-SHIFT = """\
-kernel shift(N = 10)
-in  A: f32[N, N]
-out B: f32[N, N]
-out s: f32[N]
-
+SHIFT = kernel_text("shift(N = 10)", "in A: f32[N, N]; out B: f32[N, N]; out s: f32[N]", """\
 for i in 0..N:
   s[i] = 0
   for j in 0..i:
@@ -442,23 +370,11 @@ for i in 0..N:
 for i2 in 0..N:
   for j2 in 0..i2:
     B[i2 - 1, j2] = A[i2, j2]
-"""
+""")
 
-ROWS_HEAD = """\
-kernel rows(N = 6, M = 5)
-in  A: f32[N, M]
-out B: f32[N, M]
-
-"""
-ROWSUM = ROWS_HEAD + """\
-for i in 0..N parallel:
-  local s: f32
-  s = 0
-  for j in 0..M:
-    s += A[i, j]
-  for k in 0..M:
-    B[i, k] = A[i, k] / s
-"""
+ROWS_HEAD = kernel_text("rows(N = 6, M = 5)", "in A: f32[N, M]; out B: f32[N, M]", """\
+""")
+ROWSUM = ROWS_HEAD + row_normalize_body("A", "B", " parallel")
 
 
 def test_expand_gives_each_iteration_its_slot():
@@ -509,11 +425,7 @@ for i in 0..N:
 
 
 def test_expand_of_a_split_loop_indexes_by_the_inner_iterator_and_keeps_dims():
-    source = """\
-kernel t(N = 8, M = 4)
-in  A: f32[N, M]
-out B: f32[N, M]
-
+    source = kernel_text("t(N = 8, M = 4)", "in A: f32[N, M]; out B: f32[N, M]", """\
 for i0 in 0..N // 4:
   for i1 in 2..6:
     local u: f32[M]
@@ -521,12 +433,9 @@ for i0 in 0..N // 4:
       u[j] = A[4*i0 + i1 - 2, j] * 2
     for k in 0..M:
       B[4*i0 + i1 - 2, k] = u[k] + 1
-"""
-    golden(source, ["expand u at i1"], """\
-kernel t(N = 8, M = 4)
-in  A: f32[N, M]
-out B: f32[N, M]
-
+""")
+    golden(source, ["expand u at i1"], kernel_text("t(N = 8, M = 4)",
+                                                   "in A: f32[N, M]; out B: f32[N, M]", """\
 for i0 in 0..N // 4:
   local u: f32[4, M]
   for i1 in 2..6:
@@ -534,15 +443,10 @@ for i0 in 0..N // 4:
       u[i1 - 2, j] = A[4*i0 + i1 - 2, j] * 2
     for k in 0..M:
       B[4*i0 + i1 - 2, k] = u[i1 - 2, k] + 1
-""")
+"""))
 
 
-TRIANGLE = """\
-kernel tri(N = 10)
-in  A: f32[N, N]
-out L: f32[N, N]
-out s: f32[N]
-
+TRIANGLE = kernel_text("tri(N = 10)", "in A: f32[N, N]; out L: f32[N, N]; out s: f32[N]", """\
 for i in 0..N:
   for j in 0..i + 1:
     L[i, j] = A[i, j]
@@ -553,36 +457,24 @@ for i2 in 0..N:
 for i3 in 0..N:
   for j3 in 0..i3 + 1:
     L[i3, j3] += 1
-"""
+""")
 
-GPU = """\
-kernel mm(N = 64, K = 32)
-in  A: f32[N, K]
-out s: f32[N]
-
+GPU = kernel_text("mm(N = 64, K = 32)", "in A: f32[N, K]; out s: f32[N]", """\
 for i0 in 0..N // 32 gpu.block.x:
   for i1 in 0..32 gpu.thread.x:
     s[32*i0 + i1] = 0
     for k in 0..K:
       s[32*i0 + i1] += A[32*i0 + i1, k]
-"""
+""")
 
-VECTOR = """\
-kernel v(N = 16, M = 8)
-in  A: f32[N, M]
-out B: f32[N, M]
-
+VECTOR = kernel_text("v(N = 16, M = 8)", "in A: f32[N, M]; out B: f32[N, M]", """\
 for i in 0..N vector:
   for j in 0..M vector:
     B[i, j] = A[i, j] * 2.0
-"""
+""")
 
-BIG = """\
-kernel big(N = 2048, K = 1024)
-in  A: f32[N, K]
-out C: f32[N, K]
-out s: f32[2]
-
+BIG = kernel_text("big(N = 2048, K = 1024)",
+                  "in A: f32[N, K]; out C: f32[N, K]; out s: f32[2]", """\
 for r in 0..2:
   s[r] = 0
   for i in 0..N:
@@ -591,7 +483,7 @@ for r in 0..2:
 for i2 in 0..N:
   for k2 in 0..K:
     C[i2, k2] = A[i2, k2]
-"""
+""")
 
 LOCALS = """\
 kernel loc(N = 8, M = 4)
@@ -615,130 +507,97 @@ for i in 0..N:
   y[i] = w + u[0] + x[0]
 """
 
-HAZARD = """\
-kernel haz(N = 8)
-in  A: f32[N]
-out B: f32[N]
-out C: f32[N]
-
+HAZARD = kernel_text("haz(N = 8)", "in A: f32[N]; out B: f32[N]; out C: f32[N]", """\
 for i in 0..N:
   local t: f32
   B[i] = A[i]
   t = B[i] * 2.0
   B[i] = 0
   C[i] = t
-"""
+""")
 
-OUTSIDE = """\
-kernel o(N = 8)
-in  A: f32[N]
-out B: f32[N]
-
+OUTSIDE = kernel_text("o(N = 8)", "in A: f32[N]; out B: f32[N]", """\
 local u: f32
 for j in 0..N:
   u = A[j]
 for i in 0..N:
   B[i] = u
-"""
+""")
 
-UPDATED = """\
-kernel upd(N = 8)
-in  A: f32[N]
-out B: f32[N]
-
+UPDATED = kernel_text("upd(N = 8)", "in A: f32[N]; out B: f32[N]", """\
 for i in 0..N:
   local t: f32
   t max= A[i]
   B[i] = t
-"""
+""")
 
-SELF = """\
-kernel slf(N = 8)
-in  A: f32[N]
-out B: f32[N]
-
+SELF = kernel_text("slf(N = 8)", "in A: f32[N]; out B: f32[N]", """\
 for i in 0..N:
   local t: f32
   t = t + A[i]
   B[i] = t
-"""
+""")
 
-BF16 = """\
-kernel bf(N = 8)
-in  A: bf16[N]
-out B: bf16[N]
-
+BF16 = kernel_text("bf(N = 8)", "in A: bf16[N]; out B: bf16[N]", """\
 for i in 0..N:
   B[i] = 0
   B[i] += A[i] * A[i]
-"""
+""")
 
-REGISTER = """\
-kernel r(N = 4, M = 16)
-in  A: f32[N, M]
-out B: f32[N, M]
-
+REGISTER = kernel_text("r(N = 4, M = 16)", "in A: f32[N, M]; out B: f32[N, M]", """\
 for i in 0..N:
   local acc: f32[M] in register
   for j in 0..M:
     acc[j] = A[i, j]
   for k in 0..M:
     B[i, k] = acc[k]
-"""
+""")
 
-GPU_LOCAL = """\
-kernel g(N = 64)
-in  A: f32[N]
-out B: f32[N]
-
+GPU_LOCAL = kernel_text("g(N = 64)", "in A: f32[N]; out B: f32[N]", """\
 for i0 in 0..N // 32 gpu.block.x:
   for i1 in 0..32 gpu.thread.x:
     local t: f32
     t = A[32*i0 + i1] * 2
     B[32*i0 + i1] = t
-"""
+""")
 
-BIG_LOCAL = """\
-kernel bl(N = 2048, M = 1024)
-in  A: f32[N, M]
-out B: f32[N, M]
-
+BIG_LOCAL = kernel_text("bl(N = 2048, M = 1024)", "in A: f32[N, M]; out B: f32[N, M]", """\
 for i in 0..N:
   local t: f32[M]
   for j in 0..M:
     t[j] = A[i, j] * 2
   for k in 0..M:
     B[i, k] = t[k]
-"""
+""")
 
-TRIANGLE_LOCAL = """\
-kernel tl(N = 6)
-in  A: f32[N, N]
-out B: f32[N, N]
-
+TRIANGLE_LOCAL = kernel_text("tl(N = 6)", "in A: f32[N, N]; out B: f32[N, N]", """\
 for i in 0..N:
   for j in 0..i + 1:
     local t: f32
     t = A[i, j] + 1
     B[i, j] = t
-"""
+""")
 
 REFUSALS = [
     # stage
-    ("stage-no-loop", TILED, "stage B at q as Bt", "there is no loop 'q'"),
+    ("stage-no-loop", TILED, "stage B at q as Bt",
+     "there is no loop 'q'"),
     ("stage-unknown-array", TILED, "stage Z at j0 as Bt",
      "there is no array or local 'Z' visible at loop 'j0'"),
     ("stage-written-inside", TILED, "stage C at j0 as Ct",
      "'C' is written inside loop 'j0', so a copy made at the start of each iteration "
      "would go stale"),
-    ("stage-not-read", LOCALS, "stage x at j as xt", "'x' is not read inside loop 'j'"),
+    ("stage-not-read", LOCALS, "stage x at j as xt",
+     "'x' is not read inside loop 'j'"),
     ("stage-vectorized", VECTOR, "stage A at j as At",
      "loop 'j' is vectorized and its body must stay free of loops; stage before vectorizing"),
     ("stage-no-box", SHIFT, "stage A at i as At",
      "the footprint of 'A' in one iteration of 'i' has no usable bounding box (its offset "
      "falls outside the array in iterations where the footprint is empty)"),
-    ("stage-name-taken", TILED, "stage B at j0 as A", "the name 'A' is already taken"),
-    ("stage-name-invalid", TILED, "stage B at j0 as for", "'for' is not a valid name"),
+    ("stage-name-taken", TILED, "stage B at j0 as A",
+     "the name 'A' is already taken"),
+    ("stage-name-invalid", TILED, "stage B at j0 as for",
+     "'for' is not a valid name"),
     ("stage-too-big", BIG, "stage A at r as At",
      "the footprint of 'A' in 'r' has 2097152 elements, more than the 1048576 a local "
      "buffer may hold"),
@@ -751,7 +610,8 @@ REFUSALS = [
     ("stage-uninitialised", TRIANGLE, "stage L at i2 as Lt",
      "some elements of 'L' copied at the start of 'i2' are not initialised there"),
     # accumulate
-    ("acc-no-loop", MATMUL, "accumulate C at q as acc", "there is no loop 'q'"),
+    ("acc-no-loop", MATMUL, "accumulate C at q as acc",
+     "there is no loop 'q'"),
     ("acc-unknown-array", MATMUL, "accumulate Z at k as acc",
      "there is no array or local 'Z' visible at loop 'k'"),
     ("acc-not-written", MATMUL, "accumulate A at k as acc",
@@ -761,7 +621,8 @@ REFUSALS = [
     ("acc-no-box", SHIFT, "accumulate B at j2 as acc",
      "the footprint of 'B' in loop 'j2' has no usable bounding box (its offset falls "
      "outside the array in iterations where the footprint is empty)"),
-    ("acc-name-taken", MATMUL, "accumulate C at k as B", "the name 'B' is already taken"),
+    ("acc-name-taken", MATMUL, "accumulate C at k as B",
+     "the name 'B' is already taken"),
     ("acc-too-big", BIG, "accumulate C at i2 as acc",
      "the footprint of 'C' in 'i2' has 2097152 elements, more than the 1048576 a local "
      "buffer may hold"),
@@ -770,34 +631,43 @@ REFUSALS = [
     ("acc-uninitialised", TRIANGLE, "accumulate L at i3 as acc",
      "L's elements in i3 are not all initialised before i3"),
     # expand
-    ("expand-no-loop", ROWSUM, "expand s at q", "there is no loop 'q'"),
+    ("expand-no-loop", ROWSUM, "expand s at q",
+     "there is no loop 'q'"),
     ("expand-not-declared-there", LOCALS, "expand u at j",
      "'u' is not a local declared directly in the body of loop 'j'"),
     ("expand-register", REGISTER, "expand acc at i", "'acc' lives in register storage, which "
      "cannot grow by a loop's extent"),
-    ("expand-gpu", GPU_LOCAL, "expand t at i1", "loop 'i1' is bound to the GPU grid"),
+    ("expand-gpu", GPU_LOCAL, "expand t at i1",
+     "loop 'i1' is bound to the GPU grid"),
     ("expand-varying-extent", TRIANGLE_LOCAL, "expand t at j",
      "loop 'j' has no constant extent at these sizes"),
     ("expand-too-big", BIG_LOCAL, "expand t at i",
      "'t' expanded over 'i' would have 2097152 elements, more than the 1048576 a local "
      "buffer may hold"),
     # layout
-    ("layout-unknown", LOCALS, "layout Q 1 0", "there is no local or temp buffer 'Q'"),
+    ("layout-unknown", LOCALS, "layout Q 1 0",
+     "there is no local or temp buffer 'Q'"),
     ("layout-interface", LOCALS, "layout A 1 0",
      "'A' is an in array of the kernel's interface; only locals and temps change layout"),
     ("layout-not-permutation", LOCALS, "layout T 0 0",
      "0 0 is not a permutation of the 2 dimensions of 'T'"),
-    ("layout-identity", LOCALS, "layout T 0 1", "the identity permutation changes nothing"),
+    ("layout-identity", LOCALS, "layout T 0 1",
+     "the identity permutation changes nothing"),
     # inline
-    ("inline-unknown", LOCALS, "inline q", "there is no local 'q'"),
-    ("inline-array", LOCALS, "inline A", "'A' is an array of the kernel, not a local"),
-    ("inline-not-scalar", LOCALS, "inline u", "'u' is not a scalar local"),
+    ("inline-unknown", LOCALS, "inline q",
+     "there is no local 'q'"),
+    ("inline-array", LOCALS, "inline A",
+     "'A' is an array of the kernel, not a local"),
+    ("inline-not-scalar", LOCALS, "inline u",
+     "'u' is not a scalar local"),
     ("inline-bf16", LOCALS, "inline b",
      "inlining the bf16 local 'b' would skip the rounding of its stores"),
     ("inline-assigned-twice", LOCALS, "inline w",
      "'w' is assigned 2 times; inline needs a single definition"),
-    ("inline-updated", UPDATED, "inline t", "'t' is updated with 'max=', not defined once with '='"),
-    ("inline-reads-itself", SELF, "inline t", "the definition of 't' reads 't'"),
+    ("inline-updated", UPDATED, "inline t",
+     "'t' is updated with 'max=', not defined once with '='"),
+    ("inline-reads-itself", SELF, "inline t",
+     "the definition of 't' reads 't'"),
     ("inline-read-outside", OUTSIDE, "inline u",
      "'u' is read outside the statements that follow its definition in its block"),
     ("inline-source-overwritten", HAZARD, "inline t",
@@ -809,7 +679,8 @@ REFUSALS = [
      "the value of s0 is already a plain access, iterator or constant"),
     ("materialize-bf16-update", BF16, "materialize s1 as t",
      "a bf16 local would round the value of s1 before the '+=' update"),
-    ("materialize-name-taken", MATMUL, "materialize s1 as A", "the name 'A' is already taken"),
+    ("materialize-name-taken", MATMUL, "materialize s1 as A",
+     "the name 'A' is already taken"),
 ]
 
 
@@ -887,14 +758,7 @@ def test_random_sequences_keep_outputs(name):
     before = load_kernel(name, info(name).test_sizes)
     rng = random.Random(name)
     program, texts = before, []
-    for _ in range(6):
-        pool = [text for kind in ("split", "interchange") + MINE
-                for text in REGISTRY[kind].enumerate(program)]
-        mine = [t for t in pool if t.split()[0] in MINE]
-        if not pool:
-            break
-        text = rng.choice(mine if mine and rng.random() < 0.7 else pool)
-        program = apply_step(program, text)
-        texts.append(text)
+    for texts, program in walk(before, rng, 6, ("split", "interchange") + MINE, MINE, 0.7):
+        pass
     assert check(program) == [], texts
     assert_same_outputs(before, program, context=f"after {texts} on {name}")

@@ -7,14 +7,11 @@ import pytest
 from dojo_core.parser import parse
 from dojo_core.printer import print_program
 
+from kernels_text import kernel_text
 from transform_checks import applied, assert_refused, assert_same_outputs
 
-DOITGEN = """\
-kernel doitgen(NR = 3, NQ = 4, NP = 5)
-inout A: f64[NR, NQ, NP]
-in    C4: f64[NP, NP]
-temp  sum: f64[NP]
-
+DOITGEN = kernel_text("doitgen(NR = 3, NQ = 4, NP = 5)",
+                      "inout A: f64[NR, NQ, NP]; in C4: f64[NP, NP]; temp sum: f64[NP]", """\
 for r in 0..NR:
   for q in 0..NQ:
     for p in 0..NP:
@@ -23,7 +20,7 @@ for r in 0..NR:
         sum[p] += A[r, q, s] * C4[s, p]
     for p2 in 0..NP:
       A[r, q, p2] = sum[p2]
-"""
+""")
 
 CARRIED = """\
 kernel carry(N = 4, M = 5)

@@ -2,80 +2,59 @@
 parallelize, vectorize, unroll and bind; plus the detector's and replay's contracts."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from dojo_core import interp
-from dojo_core.checker import check
-from dojo_core.kernels import load_kernel, random_inputs
+from dojo_core.kernels import load_kernel
 from dojo_core.parser import parse
 from dojo_core.printer import print_program
 from dojo_core.transforms import NotApplicable, actions, apply_step, explain
 
-from kernels_text import matmul_text
+from kernels_text import head, kernel_text, matmul_split_i, matmul_text
+from transform_checks import applied, assert_same_outputs
 
 MATMUL = matmul_text(64, 48, 40)
 
-HEADER = "kernel matmul(N = 64, M = 48, K = 40)\nin  A: f32[N, K]\nin  B: f32[K, M]\nout C: f32[N, M]\n\n"
+HEADER = head(MATMUL)
 
-STENCIL = """\
-kernel stencil(N = 16, M = 16)
-inout A: f32[N, M]
-
+STENCIL = kernel_text("stencil(N = 16, M = 16)", "inout A: f32[N, M]", """\
 for i in 1..N:
   for j in 0..M - 1:
     A[i, j] = A[i - 1, j + 1] + A[i, j]
-"""
+""")
 
-RECURRENCE = """\
-kernel prefix(N = 32)
-inout A: f32[N]
-
+RECURRENCE = kernel_text("prefix(N = 32)", "inout A: f32[N]", """\
 for i in 1..N:
   A[i] = A[i - 1] + A[i]
-"""
+""")
 
 
-def steps(text, *texts):
-    p = parse(text)
-    for t in texts:
-        p = apply_step(p, t)
-        assert check(p) == [], f"{t}:\n{print_program(p)}"
-    return p
-
-
-def same_outputs(before, after):
-    x = random_inputs(before, 3)
-    want, got = interp.run(before, x), interp.run(after, x)
-    for k in want:
-        np.testing.assert_allclose(got[k], want[k], rtol=2e-4, atol=2e-5)
+steps = applied
+same_outputs = assert_same_outputs
 
 
 # ----------------------------------------------------------------------------- golden
 
-def test_split_exact():
-    p = steps(MATMUL, "split i by 16")
-    assert print_program(p) == HEADER + """\
-for i0 in 0..N // 16:
-  for i1 in 0..16:
-    for j in 0..M:
-      C[16*i0 + i1, j] = 0
-      for k in 0..K:
-        C[16*i0 + i1, j] += A[16*i0 + i1, k] * B[k, j]
-"""
-    same_outputs(parse(MATMUL), p)
-
-
-def test_split_with_tail():
-    p = steps(MATMUL, "split k by 16")
-    assert print_program(p) == HEADER + """\
+@pytest.mark.parametrize("texts, body", [
+    pytest.param(["split i by 16"], matmul_split_i(16), id="split_exact"),
+    pytest.param(["split k by 16"], """\
 for i in 0..N:
   for j in 0..M:
     C[i, j] = 0
     for k0 in 0..(K + 15) // 16:
       for k1 in 0..min(16, K - 16*k0):
         C[i, j] += A[i, 16*k0 + k1] * B[16*k0 + k1, j]
-"""
+""", id="split_with_tail"),
+    pytest.param(["interchange i j"], """\
+for j in 0..M:
+  for i in 0..N:
+    C[i, j] = 0
+    for k in 0..K:
+      C[i, j] += A[i, k] * B[k, j]
+""", id="interchange"),
+])
+def test_golden(texts, body):
+    p = steps(MATMUL, *texts)
+    assert print_program(p) == HEADER + body
     same_outputs(parse(MATMUL), p)
 
 
@@ -88,18 +67,6 @@ def test_split_of_a_tail_loop_and_a_nonzero_lower_bound():
     assert "for i0 in 0..(N + 2) // 4:" in print_program(q)
     assert "A[4*i0 + i1 + 1, j] = A[4*i0 + i1, j + 1] + A[4*i0 + i1 + 1, j]" in print_program(q)
     same_outputs(parse(STENCIL), q)
-
-
-def test_interchange_golden():
-    p = steps(MATMUL, "interchange i j")
-    assert print_program(p) == HEADER + """\
-for j in 0..M:
-  for i in 0..N:
-    C[i, j] = 0
-    for k in 0..K:
-      C[i, j] += A[i, k] * B[k, j]
-"""
-    same_outputs(parse(MATMUL), p)
 
 
 def test_annotations_golden():

@@ -9,34 +9,25 @@ from dojo_core.parser import parse
 from dojo_core.printer import print_program
 from dojo_core.transforms import NotApplicable, actions, apply_step, explain
 
-from kernels_text import matmul_text
+from kernels_text import head, kernel_text, matmul_split_i, matmul_text
 from transform_checks import applied, assert_same_outputs
 
 ODD_MATMUL = matmul_text(61, 45, 40)
 
-HEADER = "kernel matmul(N = 61, M = 45, K = 40)\nin  A: f32[N, K]\nin  B: f32[K, M]\n" \
-         "out C: f32[N, M]\n\n"
+HEADER = head(ODD_MATMUL)
 
-SCALE = """\
-kernel scale(N = 61, M = 45)
-in  A: f32[N, M]
-out C: f32[N, M]
-
+SCALE = kernel_text("scale(N = 61, M = 45)", "in A: f32[N, M]; out C: f32[N, M]", """\
 for i in 0..N:
   for j in 0..M:
     C[i, j] = 2 * A[i, j]
-"""
+""")
 
-TRIANGLE = """\
-kernel tri(N = 30)
-in  A: f32[N, N]
-out S: f32[N]
-
+TRIANGLE = kernel_text("tri(N = 30)", "in A: f32[N, N]; out S: f32[N]", """\
 for i in 0..N:
   S[i] = 0
   for j in 0..i + 1:
     S[i] += A[i, j]
-"""
+""")
 
 
 steps = applied
@@ -48,13 +39,7 @@ def same_outputs(before, after):
 
 def test_partition_golden():
     p = steps(ODD_MATMUL, "split i by 6", "partition i0")
-    assert print_program(p) == HEADER + """\
-for i0 in 0..N // 6:
-  for i1 in 0..6:
-    for j in 0..M:
-      C[6*i0 + i1, j] = 0
-      for k in 0..K:
-        C[6*i0 + i1, j] += A[6*i0 + i1, k] * B[k, j]
+    assert print_program(p) == HEADER + matmul_split_i(6) + """\
 for i1t in 0..N % 6:
   for jt in 0..M:
     C[6 * (N // 6) + i1t, jt] = 0

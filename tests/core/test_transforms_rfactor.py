@@ -10,30 +10,23 @@ from dojo_core.parser import parse
 from dojo_core.printer import print_program
 from dojo_core.transforms import actions
 
+from kernels_text import kernel_text
+
 from transform_checks import applied, assert_refused, assert_same_outputs
 
-GEMV = """\
-kernel gemv(N = 12, K = 40)
-in  A: f32[N, K]
-in  x: f32[K]
-out y: f32[N]
-
+GEMV = kernel_text("gemv(N = 12, K = 40)", "in A: f32[N, K]; in x: f32[K]; out y: f32[N]", """\
 for i in 0..N:
   y[i] = 0
   for k in 0..K:
     y[i] += A[i, k] * x[k]
-"""
+""")
 
-ROWMAX = """\
-kernel rowmax(N = 6, K = 40)
-in  A: f64[N, K]
-out m: f64[N]
-
+ROWMAX = kernel_text("rowmax(N = 6, K = 40)", "in A: f64[N, K]; out m: f64[N]", """\
 for i in 0..N:
   m[i] = -inf
   for k in 0..K:
     m[i] max= A[i, k]
-"""
+""")
 
 IMAX = ROWMAX.replace("f64", "i32").replace("-inf", "-1000000")
 
