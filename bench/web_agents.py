@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from webapp.launched import free_port, wait_until  # noqa: E402
 
 
 def call(url, method="GET", data=None, token=None):
@@ -35,21 +36,14 @@ def call(url, method="GET", data=None, token=None):
 
 
 def wait(cond, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if cond():
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"timed out waiting for {what}")
+    try:
+        wait_until(cond, timeout, what, interval=0.2)
+    except AssertionError as exc:
+        raise SystemExit(str(exc).strip()) from None
 
 
 def web_run(kernel, sizes, budget, seed, min_time):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     tmp = Path(tempfile.mkdtemp(prefix="perfdojo-bench-agents-"))
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}

@@ -6,14 +6,12 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 import uuid
 from pathlib import Path
+
+from webapp.launched import free_port, request, wait_until  # noqa: F401  (free_port: re-exported)
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"N": 32, "M": 32, "K": 32}
@@ -21,23 +19,10 @@ FAST = {"min_time": 0.05, "threads": 1, "timeout_s": 60}
 REDIS_URL = os.environ.get("DOJO_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def http(method, url, data=None, timeout=10, token=None):
-    body = None if data is None else json.dumps(data).encode()
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Token {token}"
-    req = urllib.request.Request(url, data=body, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, json.loads(r.read() or b"{}")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
+    """(status, the JSON answer) of a request; an HTTP error status is an answer too."""
+    status, body = request(method, url, data, timeout=timeout, token=token)
+    return status, json.loads(body or b"{}")
 
 
 class Server:
@@ -79,17 +64,7 @@ class Server:
         return "\n-----\n".join(texts)
 
     def wait(self, cond, timeout, what):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                if cond():
-                    return
-            except (OSError, urllib.error.URLError):
-                pass
-            if self.proc.poll() is not None:
-                raise AssertionError(f"server exited ({self.proc.returncode})\n{self.logs()}")
-            time.sleep(0.1)
-        raise AssertionError(f"timed out waiting for {what}\n{self.logs()}")
+        wait_until(cond, timeout, what, self.proc, self.logs)
 
     def get(self, path):
         return http("GET", self.url + path)

@@ -20,6 +20,8 @@ import subprocess
 import sys
 import time
 
+from webapp.children import local_url, stop_child
+
 
 def port_is_free(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -59,24 +61,11 @@ def start_local_runner(host: str, port: int, state_dir) -> subprocess.Popen:
     from webapp.runners.models import RegistrationToken
 
     _, token = RegistrationToken.issue(note="local runner (make run)", uses=1, replaces="local")
-    local = "127.0.0.1" if host in ("0.0.0.0", "", "::") else (f"[{host}]" if ":" in host else host)
-    cmd = [sys.executable, "-m", "runners", "--server", f"http://{local}:{port}", "--name", "local",
+    cmd = [sys.executable, "-m", "runners", "--server", local_url(host, port), "--name", "local",
            "--labels", "local", "--state-dir", os.path.join(str(state_dir), "runner"), "--grace", "10",
            "--log-level", os.environ.get("DOJO_RUNNER_LOG", "WARNING")]
     env = dict(os.environ, DOJO_RUNNER_TOKEN=token)             # not on the command line
     return subprocess.Popen(cmd, env=env)
-
-
-def stop_runner(runner) -> None:
-    """SIGTERM: the runner finishes (or hands back) its job, then says goodbye."""
-    if runner is None or runner.poll() is not None:
-        return
-    runner.terminate()
-    try:
-        runner.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        runner.kill()
-        runner.wait()
 
 
 ROOT_WORKER_WARNING = "You're running the worker with superuser privileges"
@@ -115,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     runner = None
 
     def on_term(*_):                                             # stopping us stops the server
-        stop_runner(runner)
+        stop_child(runner)           # it finishes (or hands back) its job, then says goodbye
         proc.terminate()
 
     signal.signal(signal.SIGTERM, on_term)
@@ -131,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"  state: {settings.STATE_DIR}   stop: Ctrl-C\n", flush=True)
         return proc.wait()
     except KeyboardInterrupt:
-        stop_runner(runner)
+        stop_child(runner)
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
         try:
@@ -140,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
             proc.kill()
             return proc.wait()
     finally:
-        stop_runner(runner)
+        stop_child(runner)
         if proc.poll() is None:
             proc.terminate()
             proc.wait()

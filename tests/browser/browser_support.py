@@ -11,12 +11,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from live_server import free_port, http  # noqa: F401  (re-exported to the browser tests)
+from webapp.launched import wait_until
 
 try:
     from playwright.sync_api import expect, sync_playwright  # noqa: F401  (re-exported)
@@ -29,6 +29,9 @@ CHROMIUM = os.environ.get("DOJO_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
 SMALL = {"N": 48, "M": 48, "K": 48}
+# true once the page's htmx websocket (the editor's live updates) is open
+WS_OPEN = ("() => { const el = document.querySelector('[ws-connect]'); const d = el && el['htmx-internal-data'];"
+           " return !!(d && d.webSocket && d.webSocket.socket.readyState === 1); }")
 
 def _missing() -> str | None:
     if sync_playwright is None:
@@ -61,17 +64,7 @@ class Server:
         return self.log_path.read_text(errors="replace")[-6000:]
 
     def wait(self, cond, timeout, what):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                if cond():
-                    return
-            except OSError:
-                pass
-            if self.proc.poll() is not None:
-                raise AssertionError(f"server exited ({self.proc.returncode})\n{self.logs()}")
-            time.sleep(0.1)
-        raise AssertionError(f"timed out waiting for {what}\n{self.logs()}")
+        wait_until(cond, timeout, what, self.proc, self.logs)
 
     def runner_online(self, name="local") -> bool:
         _, body = http("GET", self.url + "/api/runners")
@@ -86,6 +79,37 @@ class Server:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self.log.close()
+
+
+def served(tmp: Path, runner_online: bool = False):
+    """A module fixture's body: a Server in ``tmp`` (once its local runner is online, with
+    ``runner_online``), stopped after the module's tests."""
+    require_browser()
+    s = Server(tmp)
+    if runner_online:
+        s.wait(s.runner_online, 60, "the local runner")
+    yield s
+    s.stop()
+
+
+def watched_page(context, errors: list | None = None):
+    """(a new page of ``context``, the list its uncaught script errors are appended to)."""
+    errors = [] if errors is None else errors
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return page, errors
+
+
+def new_matmul(page, server, size=8) -> str:
+    """The session id of a new matmul history made on the gallery at ``size`` for N, M, K."""
+    page.goto(server.url + "/")
+    card = page.locator("#kernel-matmul")
+    card.locator("details.at-sizes summary").click()
+    for name in ("N", "M", "K"):
+        card.locator(f"input[name=size_{name}]").fill(str(size))
+    card.locator("button[data-kernel=matmul]").click()
+    page.wait_for_url("**/s/*/")
+    return session_id(page)
 
 
 def shot(page, name):

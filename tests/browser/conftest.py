@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from browser_support import CHROMIUM, ARGS, Server, require_browser, sync_playwright
+from browser_support import ARGS, CHROMIUM, require_browser, served, sync_playwright
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    require_browser()
-    s = Server(tmp_path_factory.mktemp("browser"))
-    yield s
-    s.stop()
+    yield from served(tmp_path_factory.mktemp("browser"))
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from browser_support import SMALL, http, session_id, shot
+from browser_support import SMALL, http, session_id, shot, watched_page
 from playwright.sync_api import expect
 
 # one server per module when run together (`--dist loadgroup`/`loadfile`); under plain
@@ -24,9 +24,7 @@ pytestmark = [pytest.mark.xdist_group("browser")]
 
 
 def test_gallery_new_session_click_loop_apply_diff_undo_share_fork(server, context, browser):
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page, errors = watched_page(context)
 
     # the gallery: library kernels with a "new session" button each
     page.goto(server.url + "/")

@@ -20,7 +20,7 @@ import re
 
 import pytest
 
-from browser_support import http, session_id, shot
+from browser_support import http, new_matmul, shot, watched_page
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.xdist_group("browser")]
@@ -29,17 +29,6 @@ DARK_SURFACE_2 = "rgb(22, 27, 34)"
 LIGHT_SURFACE_2 = "rgb(249, 250, 251)"
 DARK_SERIES_0 = "rgb(88, 166, 255)"
 LIGHT_SERIES_0 = "rgb(37, 99, 235)"
-
-
-def new_small_matmul(page, server, size=8):
-    page.goto(server.url + "/")
-    card = page.locator("#kernel-matmul")
-    card.locator("details.at-sizes summary").click()
-    for name in ("N", "M", "K"):
-        card.locator(f"input[name=size_{name}]").fill(str(size))
-    card.locator("button[data-kernel=matmul]").click()
-    page.wait_for_url("**/s/*/")
-    return session_id(page)
 
 
 def wait_for(page, cond, tries=100):
@@ -51,10 +40,8 @@ def wait_for(page, cond, tries=100):
 
 
 def test_a_late_deferred_actions_panel_never_replaces_the_one_asked_for(server, context):
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    new_small_matmul(page, server)
+    page, errors = watched_page(context)
+    new_matmul(page, server)
     held = []
     # hold every answer of the actions panel: the deferred one (``?step=N``) and the clicked
     # line's (``?step=N&at=REF``), to let them come back in the worst order
@@ -98,7 +85,7 @@ def test_the_speedup_plot_follows_the_dark_theme(server, browser):
     dark = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme="dark")
     try:
         page = light.new_page()
-        sid = new_small_matmul(page, server)
+        sid = new_matmul(page, server)
         done = {"store": True, "state": "done", "step_index": 0,
                 "result": {"runner": "local", "median_s": 0.0025, "min_s": 0.0024, "max_s": 0.0027}}
         assert http("POST", f"{server.url}/__test__/push/{sid}", done)[0] == 200
@@ -150,7 +137,7 @@ def test_signup_refuses_a_weak_password_and_a_token_page_reload_makes_no_second_
 def test_leaderboard_lists_a_schedule_once_names_its_speedups_and_exports_keep_results(server, context):
     server.wait(server.runner_online, 60, "the local runner")
     page = context.new_page()
-    sid = new_small_matmul(page, server, size=12)
+    sid = new_matmul(page, server, size=12)
     for k in range(2):                                           # the same program measured twice
         page.select_option("#bench-form select", "local")
         page.click("#bench-btn")

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from browser_support import SMALL, shot
+from browser_support import SMALL, shot, watched_page
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.xdist_group("browser")]
@@ -42,9 +42,7 @@ def scheduled_session(server) -> tuple:
 
 def test_assembly_tab_colour_matches_c_and_links_ir_c_and_assembly(server, context):
     sid, last = scheduled_session(server)
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page, errors = watched_page(context)
     page.goto(f"{server.url}/s/{sid}/?step={last}")
 
     # statement ids in the IR gutter, beside the line numbers
@@ -102,9 +100,7 @@ def test_assembly_tab_colour_matches_c_and_links_ir_c_and_assembly(server, conte
 
 def test_diffs_show_whole_lines_open_folds_and_mark_changes_within_lines(server, context):
     sid, last = scheduled_session(server)
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page, errors = watched_page(context)
     # the vectorize step: one IR line changes by one word
     page.goto(f"{server.url}/s/{sid}/?step={last - 1}")
     change = page.locator("#diff table.split tr.change").first

@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import pytest
 
-from browser_support import Server, http, require_browser, session_id, shot
+from browser_support import WS_OPEN, http, new_matmul, served, session_id, shot, watched_page
 
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.xdist_group("browser_history")]
 
-WS_OPEN = ("() => { const el = document.querySelector('[ws-connect]'); const d = el && el['htmx-internal-data'];"
-           " return !!(d && d.webSocket && d.webSocket.socket.readyState === 1); }")
 TREE_ORDER = "() => Array.from(document.querySelectorAll('#tree li.step')).map(li => li.id)"
 DEEPEST_MEASURED = """() => {
   const depth = el => { let d = 0; while (el && el.dataset.parent !== undefined) { d++; el = document.getElementById('tree-' + el.dataset.parent); } return d; };
@@ -48,30 +46,19 @@ PLOT_BRANCH = """() => {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    require_browser()
-    s = Server(tmp_path_factory.mktemp("browser-history"))
-    s.wait(s.runner_online, 60, "the local runner")
-    yield s
-    s.stop()
+    yield from served(tmp_path_factory.mktemp("browser-history"), runner_online=True)
 
 
-def new_matmul(page, server, size=8):
-    page.goto(server.url + "/")
-    card = page.locator("#kernel-matmul")
-    card.locator("details.at-sizes summary").click()
-    for name in ("N", "M", "K"):
-        card.locator(f"input[name=size_{name}]").fill(str(size))
-    card.locator("button[data-kernel=matmul]").click()
-    page.wait_for_url("**/s/*/")
+def new_live_matmul(page, server, size=8):
+    """``new_matmul``, once the editor's websocket is open."""
+    sid = new_matmul(page, server, size)
     page.wait_for_function(WS_OPEN)
-    return session_id(page)
+    return sid
 
 
 def test_agent_run_is_one_collapsed_node_and_the_view_moves_to_its_best_step(server, context, browser):
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    sid = new_matmul(page, server)
+    page, errors = watched_page(context)
+    sid = new_live_matmul(page, server)
     page.evaluate("window.__noReload = 1")
 
     # a viewer with the share link, watching live
@@ -79,8 +66,7 @@ def test_agent_run_is_one_collapsed_node_and_the_view_moves_to_its_best_step(ser
     assert share == f"{server.url}/s/{sid}/?step=0"
     viewer_ctx = browser.new_context(viewport={"width": 1440, "height": 1000})
     viewer_ctx.set_default_timeout(20000)
-    viewer = viewer_ctx.new_page()
-    viewer.on("pageerror", lambda e: errors.append(str(e)))
+    viewer, _ = watched_page(viewer_ctx, errors)
     viewer.goto(share)
     viewer.wait_for_function(WS_OPEN)
     expect(viewer.locator("#step-count")).to_have_text("1 step")
@@ -132,8 +118,7 @@ def test_agent_run_is_one_collapsed_node_and_the_view_moves_to_its_best_step(ser
         assert "speedup_over_start" in run_json["best"]
 
     # a fresh visitor at step 0: the whole run is one collapsed node
-    visitor = context.new_page()
-    visitor.on("pageerror", lambda e: errors.append(str(e)))
+    visitor, _ = watched_page(context, errors)
     visitor.goto(f"{server.url}/s/{sid}/?step=0")
     node = visitor.locator(f"#tree .run-node[data-run='{run_id}']")
     expect(node).to_have_count(1)
@@ -205,10 +190,8 @@ def test_agent_run_is_one_collapsed_node_and_the_view_moves_to_its_best_step(ser
 
 def test_share_fork_with_results_copy_and_replay_steps(server, context, browser):
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    sid = new_matmul(page, server)
+    page, errors = watched_page(context)
+    sid = new_live_matmul(page, server)
     page.fill("#free-action", "split i by 4")
     page.press("#free-action", "Enter")
     expect(page.locator("#editor")).to_have_attribute("data-step", "1")
@@ -223,8 +206,7 @@ def test_share_fork_with_results_copy_and_replay_steps(server, context, browser)
     # the viewer lands on the shared step and sees the owner's next step arrive
     other_ctx = browser.new_context(viewport={"width": 1440, "height": 1000})
     other_ctx.set_default_timeout(20000)
-    other = other_ctx.new_page()
-    other.on("pageerror", lambda e: errors.append(str(e)))
+    other, _ = watched_page(other_ctx, errors)
     other.goto(page.locator("#share-url").input_value())
     expect(other.locator("#editor")).to_have_attribute("data-step", "1")
     expect(other.locator("#t-1 .time")).to_be_visible()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from browser_support import session_id, shot
+from browser_support import session_id, shot, watched_page
 from playwright.sync_api import expect
 
 from dojo_core import kernels
@@ -37,9 +37,7 @@ def new_kernel(page, server, source):
 
 
 def test_new_kernel_error_at_its_line_then_session_titled_by_its_name(server, context):
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page, errors = watched_page(context)
     new_kernel(page, server, BAD)
     # highlighted as typed, in a monospace font
     expect(page.locator("#source-overlay .ol[data-line='1'] .k")).to_have_text("kernel")

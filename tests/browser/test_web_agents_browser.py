@@ -11,23 +11,16 @@ from __future__ import annotations
 
 import pytest
 
-from browser_support import ARGS, CHROMIUM, Server, http, require_browser, shot, sync_playwright
+from browser_support import ARGS, CHROMIUM, WS_OPEN, http, served, shot, sync_playwright, watched_page
 
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.xdist_group("browser_agents")]
 
-WS_OPEN = ("() => { const el = document.querySelector('[ws-connect]'); const d = el && el['htmx-internal-data'];"
-           " return !!(d && d.webSocket && d.webSocket.socket.readyState === 1); }")
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    require_browser()
-    s = Server(tmp_path_factory.mktemp("browser-agents"))
-    s.wait(s.runner_online, 60, "the local runner")
-    yield s
-    s.stop()
+    yield from served(tmp_path_factory.mktemp("browser-agents"), runner_online=True)
 
 
 def test_agent_started_in_the_editor_streams_steps_live_and_stops(server):
@@ -35,9 +28,7 @@ def test_agent_started_in_the_editor_streams_steps_live_and_stops(server):
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         context = browser.new_context(viewport={"width": 1440, "height": 1100})
         context.set_default_timeout(20000)
-        page = context.new_page()
-        errors = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        page, errors = watched_page(context)
         page.goto(server.url + "/")
         card = page.locator("#kernel-matmul")
         card.locator("details.at-sizes summary").click()

@@ -1,11 +1,15 @@
 """ServerEvaluator against the real web app (webapp.launch) with two real runners: jobs
 through POST /api/jobs, candidates spread over both runners in parallel, refusals as
 Measurements; and a greedy search through the server whose history replays."""
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from dojo_core.agents import make_agent
 from dojo_core.agents.evaluators import ServerEvaluator
-from dojo_core.kernels import load_kernel
+from dojo_core.kernels import kernel_path, load_kernel
+from dojo_core.parser import parse
+from dojo_core.printer import print_program
 from dojo_core.records import RecordStore
 
 from live_server import Server
@@ -50,23 +54,11 @@ def test_server_evaluator_spreads_over_runners(server, tmp_path):
 def test_parse_is_thread_safe():
     """The server parses submitted sources in several threads at once (the evaluator's
     parallel runners): lark's shared Indenter once made that a 500 now and then."""
-    import threading
-    from dojo_core.kernels import kernel_path
-    from dojo_core.parser import parse
-    from dojo_core.printer import print_program
     source = kernel_path("attention").read_text()
     expected = print_program(parse(source))
-    errors = []
 
-    def work():
-        try:
-            for _ in range(25):
-                assert print_program(parse(source)) == expected
-        except Exception as exc:                                        # noqa: BLE001
-            errors.append(exc)
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    def work(_):
+        return [print_program(parse(source)) for _ in range(25)]
+    with ThreadPoolExecutor(4) as pool:                  # an exception in a thread fails the test here
+        printed = [text for texts in pool.map(work, range(4)) for text in texts]
+    assert printed == [expected] * 100

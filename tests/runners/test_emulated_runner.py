@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 
 import pytest
 
@@ -19,6 +17,7 @@ from runners import execute, sandbox
 from cross_support import require_cross_route
 from kernels_text import matmul_text
 from live_server import ROOT, Server
+from webapp.launched import request
 
 TARGET = "arm-sve"
 SOURCE = matmul_text(24, 40, 16, "mm")
@@ -31,16 +30,8 @@ def _require():
 
 
 def _call(method, url, data=None, token=None):
-    body = None if data is None else json.dumps(data).encode()
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Token {token}"
-    req = urllib.request.Request(url, data=body, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
+    status, body = request(method, url, data, timeout=30, token=token)
+    return status, body.decode()
 
 
 def _json(method, url, data=None, token=None):

@@ -26,13 +26,8 @@ SMALL = {"N": 32, "M": 32, "K": 32}
 
 
 @pytest.fixture(autouse=True)
-def memory_broker(settings):
-    settings.DOJO_BROKER_URL = "memory://"
-    settings.DOJO_BROKER_OPTIONS = {}
+def broker_and_offline_after(memory_broker, settings):
     settings.DOJO_RUNNER_OFFLINE_AFTER = 15
-    dispatch.reset()
-    yield
-    dispatch.reset()
 
 
 def make_runner(name="r1", labels=(), hw=None):

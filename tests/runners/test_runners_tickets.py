@@ -23,13 +23,7 @@ TINY = "kernel tiny(N = 4)\nin A: f32[N]\nout B: f32[N]\n\nfor i in 0..N:\n  B[i
 DRY = {"dry_run": True}
 
 
-@pytest.fixture(autouse=True)
-def memory_broker(settings):
-    settings.DOJO_BROKER_URL = "memory://"
-    settings.DOJO_BROKER_OPTIONS = {}
-    dispatch.reset()
-    yield
-    dispatch.reset()
+pytestmark = pytest.mark.usefixtures("memory_broker")
 
 
 def make_runner(name):

@@ -13,7 +13,7 @@ from django.test import Client
 from dojo_core import kernels
 from webapp.leaderboards import queries
 from webapp.refusal import Refusal
-from webapp.runners import dispatch, protocol
+from webapp.runners import protocol
 from webapp.runners.models import Job, RegistrationToken, Runner
 
 SMALL = {"N": 16, "M": 16}
@@ -24,13 +24,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def memory_broker(settings):
-    settings.DOJO_BROKER_URL = "memory://"
-    settings.DOJO_BROKER_OPTIONS = {}
+def broker_and_bootstrap_token(memory_broker, settings):
     settings.DOJO_RUNNER_BOOTSTRAP_TOKEN = "pdt_shared-bootstrap"
-    dispatch.reset()
-    yield
-    dispatch.reset()
 
 
 def register(name, token=None, secret=None):

@@ -19,7 +19,7 @@ from webapp.histories import integration, services
 from webapp.histories.models import Session
 from webapp.histories.numbers import spread_bar
 from webapp.histories.views.bench import job_update_html
-from webapp.runners import dispatch, protocol, results
+from webapp.runners import protocol, results
 from webapp.runners.models import Job, RegistrationToken, Runner
 from webapp.runners.services import GpuBindsRefused, NoRunner, gpu_binds, submit_benchmark
 from webapp.runners.shapes import job_dict
@@ -33,13 +33,8 @@ HW = {"cpu": {"arch": "x86_64", "model": "Test CPU", "cores": 2}, "gpus": []}
 
 
 @pytest.fixture(autouse=True)
-def memory_broker(settings):
-    settings.DOJO_BROKER_URL = "memory://"
-    settings.DOJO_BROKER_OPTIONS = {}
+def broker_and_offline_after(memory_broker, settings):
     settings.DOJO_RUNNER_OFFLINE_AFTER = 15
-    dispatch.reset()
-    yield
-    dispatch.reset()
 
 
 def register(name="r1", peaks=PEAKS, hw=HW):
@@ -79,6 +74,13 @@ def finish(runner, job, median, spread=0.02, baseline=None, **extra):
                               "q1_s": baseline * 0.99, "q3_s": baseline * 1.01}
     protocol.report(runner, job.id, 1, "done", result)
     return Job.objects.get(id=job.id)
+
+
+def measure(runner, session, actor, step, median, submit=None, **result):
+    """``finish`` of a benchmark of ``step`` submitted for ``actor`` on r1 (``submit``: more
+    arguments of ``submit_step``)."""
+    job = Job.objects.get(id=submit_step(session, actor, step, "r1", **(submit or {}))["id"])
+    return finish(runner, job, median, **result)
 
 
 # ============================================================================ the definitions
@@ -187,12 +189,10 @@ def test_results_table_tree_and_agent_panel_use_the_one_speedup():
     c = Client()
     sid, session, actor = split_history(c)
     # an earlier, faster root measurement in another batch must not be used
-    finish(runner, Job.objects.get(id=submit_step(session, actor, 0, "r1")["id"]), 0.0356)
+    measure(runner, session, actor, 0, 0.0356)
     run = AgentRun.objects.create(session=session, agent="greedy", budget=2, state=AgentRun.DONE)
-    base = finish(runner, Job.objects.get(id=submit_step(session, actor, 0, "r1", batch=f"agent-{run.id}",
-                                                             baseline=False)["id"]), 0.0413)
-    best = finish(runner, Job.objects.get(id=submit_step(session, actor, 1, "r1", batch=f"agent-{run.id}",
-                                                             baseline=False)["id"]), 0.0124)
+    base = measure(runner, session, actor, 0, 0.0413, submit={"batch": f"agent-{run.id}", "baseline": False})
+    best = measure(runner, session, actor, 1, 0.0124, submit={"batch": f"agent-{run.id}", "baseline": False})
     AgentRun.objects.filter(id=run.id).update(
         best_step=1, best_median_s=0.0124, baseline_median_s=0.0413, measurements=2,
         trials=[{"step": 0, "job": base.id, "median_s": 0.0413}, {"step": 1, "job": best.id, "median_s": 0.0124}])
@@ -211,10 +211,9 @@ def test_the_api_speedup_of_an_agent_run_is_none_without_a_root_in_its_batch():
     runner = register()
     c = Client()
     sid, session, actor = split_history(c)
-    finish(runner, Job.objects.get(id=submit_step(session, actor, 0, "r1")["id"]), 0.0356)
+    measure(runner, session, actor, 0, 0.0356)
     run = AgentRun.objects.create(session=session, agent="greedy", budget=2, state=AgentRun.DONE, start_step=1)
-    best = finish(runner, Job.objects.get(id=submit_step(session, actor, 1, "r1", batch=f"agent-{run.id}",
-                                                             baseline=False)["id"]), 0.0124)
+    best = measure(runner, session, actor, 1, 0.0124, submit={"batch": f"agent-{run.id}", "baseline": False})
     AgentRun.objects.filter(id=run.id).update(
         best_step=1, best_median_s=0.0124, baseline_median_s=0.0150, measurements=1,
         trials=[{"step": 1, "job": best.id, "median_s": 0.0124}])
@@ -252,8 +251,7 @@ def test_a_noisy_result_is_flagged_with_a_rerun_button_that_benchmarks_again():
     runner = register()
     c = Client()
     sid, session, actor = split_history(c)
-    finish(runner, Job.objects.get(id=submit_step(session, actor, 1, "r1")["id"]), 0.0124, spread=0.4,
-           baseline=0.02)
+    measure(runner, session, actor, 1, 0.0124, spread=0.4, baseline=0.02)
     html = c.get(f"/s/{sid}/?step=1").content.decode()
     card = html[html.index('id="step-results"'):html.index('id="ir"')]
     assert "noisy-flag" in card and "IQR 40%" in card and f"above {results.NOISY_IQR:.0%}" in card
@@ -270,7 +268,7 @@ def test_a_pushed_job_update_carries_the_card_of_the_jobs_step():
     runner = register()
     c = Client()
     sid, session, actor = split_history(c)
-    job = finish(runner, Job.objects.get(id=submit_step(session, actor, 1, "r1")["id"]), 0.003, baseline=0.006)
+    job = measure(runner, session, actor, 1, 0.003, baseline=0.006)
     html = job_update_html(Session.objects.get(id=sid), job_dict(job))
     assert '<section id="step-results" class="step-results" data-step="1" hx-swap-oob="true"' in html
     assert "2.00×" in html
@@ -323,12 +321,10 @@ def test_a_quiet_rerun_replaces_a_noisy_result_even_when_slower():
     runner = register()
     c = Client()
     sid, session, actor = split_history(c)
-    finish(runner, Job.objects.get(id=submit_step(session, actor, 1, "r1")["id"]), 0.0100, spread=0.5,
-           baseline=0.02)
+    measure(runner, session, actor, 1, 0.0100, spread=0.5, baseline=0.02)
     entry = integration.with_speedups(integration.results_by_step(integration.jobs_for(sid)))[1]
     assert entry["by_runner"]["r1"]["noisy"] and entry["best_speedup"] == 2.0
-    finish(runner, Job.objects.get(id=submit_step(session, actor, 1, "r1")["id"]), 0.0125, spread=0.02,
-           baseline=0.025)
+    measure(runner, session, actor, 1, 0.0125, spread=0.02, baseline=0.025)
     entry = integration.with_speedups(integration.results_by_step(integration.jobs_for(sid)))[1]
     assert not entry["by_runner"]["r1"]["noisy"] and entry["by_runner"]["r1"]["median_s"] == 0.0125
     assert entry["best_speedup"] == 2.0 and len(entry["measurements"]) == 2

@@ -12,39 +12,47 @@ from django.conf import settings
 from webapp import serve
 
 
-def _log(events):
+def _log(*events):
+    """The access log's lines for ``events``: "METHOD PATH STATUS SIZE" (an HTTP request
+    completed) or "websocket ACTION PATH"."""
     stream = io.StringIO()
     log = serve.QuietAccessLog(stream)
-    for protocol, action, details in events:
-        log(protocol, action, {"client": "127.0.0.1:1", **details})
+    for event in events:
+        first, *rest = event.split()
+        if first == "websocket":
+            log("websocket", rest[0], {"client": "127.0.0.1:1", "path": rest[1]})
+        else:
+            path, status, size = rest
+            log("http", "complete", {"client": "127.0.0.1:1", "method": first, "path": path,
+                                     "status": int(status), "size": int(size)})
     return stream.getvalue().splitlines()
 
 
 def test_background_traffic_leaves_no_line():
-    lines = _log([
-        ("http", "complete", {"method": "POST", "path": "/api/runners/heartbeat", "status": 200, "size": 74}),
-        ("http", "complete", {"method": "POST", "path": "/api/runners/jobs/7/claim", "status": 200, "size": 9}),
-        ("http", "complete", {"method": "POST", "path": "/api/runners/jobs/7/result", "status": 200, "size": 9}),
-        ("http", "complete", {"method": "POST", "path": "/api/agents/3/notify", "status": 204, "size": 0}),
-        ("http", "complete", {"method": "GET", "path": "/api/jobs/12", "status": 200, "size": 500}),
-        ("http", "complete", {"method": "GET", "path": "/api/agents/3", "status": 200, "size": 500}),
-        ("http", "complete", {"method": "GET", "path": "/static/css/dojo.css", "status": 200, "size": 900}),
-        ("websocket", "connecting", {"path": "/ws/s/abc/"}),
-        ("websocket", "connected", {"path": "/ws/s/abc/"}),
-        ("websocket", "disconnected", {"path": "/ws/s/abc/"}),
-    ])
+    lines = _log(
+        "POST /api/runners/heartbeat 200 74",
+        "POST /api/runners/jobs/7/claim 200 9",
+        "POST /api/runners/jobs/7/result 200 9",
+        "POST /api/agents/3/notify 204 0",
+        "GET /api/jobs/12 200 500",
+        "GET /api/agents/3 200 500",
+        "GET /static/css/dojo.css 200 900",
+        "websocket connecting /ws/s/abc/",
+        "websocket connected /ws/s/abc/",
+        "websocket disconnected /ws/s/abc/",
+    )
     assert lines == []
 
 
 def test_requests_people_make_and_failures_have_one_line_each():
-    lines = _log([
-        ("http", "complete", {"method": "GET", "path": "/s/abc/", "status": 200, "size": 1000}),
-        ("http", "complete", {"method": "POST", "path": "/api/sessions", "status": 201, "size": 80}),
-        ("http", "complete", {"method": "POST", "path": "/api/jobs/12/cancel", "status": 200, "size": 30}),
-        ("http", "complete", {"method": "POST", "path": "/api/runners/heartbeat", "status": 403, "size": 20}),
-        ("http", "complete", {"method": "GET", "path": "/static/nope.js", "status": 404, "size": 20}),
-        ("websocket", "rejected", {"path": "/ws/s/zzz/"}),
-    ])
+    lines = _log(
+        "GET /s/abc/ 200 1000",
+        "POST /api/sessions 201 80",
+        "POST /api/jobs/12/cancel 200 30",
+        "POST /api/runners/heartbeat 403 20",
+        "GET /static/nope.js 404 20",
+        "websocket rejected /ws/s/zzz/",
+    )
     assert len(lines) == 6
     assert '"GET /s/abc/" 200 1000' in lines[0] and '"POST /api/runners/heartbeat" 403' in lines[3]
     assert "WSREJECT /ws/s/zzz/" in lines[5]

@@ -21,19 +21,11 @@ from dojo_core.records import text_hash
 from webapp.agents import live
 from webapp.agents.models import AgentRun
 from webapp.agents.tasks import execute_run, fail_orphans, worker_name
-from webapp.runners import dispatch
 from webapp.runners.models import Job, Runner
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("memory_broker")]
+
 SIZES = {"N": 8, "M": 8, "K": 8}
-
-
-@pytest.fixture(autouse=True)
-def memory_broker(settings):
-    settings.DOJO_BROKER_URL, settings.DOJO_BROKER_OPTIONS = "memory://", {}
-    dispatch.reset()
-    yield
-    dispatch.reset()
 
 
 @pytest.fixture

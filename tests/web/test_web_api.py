@@ -432,16 +432,6 @@ def test_import_keeps_the_replayed_ir_over_the_files():
 
 # ============================================================================ benchmark
 
-@pytest.fixture
-def memory_broker(settings):
-    from webapp.runners import dispatch
-    settings.DOJO_BROKER_URL = "memory://"
-    settings.DOJO_BROKER_OPTIONS = {}
-    dispatch.reset()
-    yield
-    dispatch.reset()
-
-
 def test_benchmark_without_runners_app_is_503(monkeypatch):
     body = new_session()
     monkeypatch.setattr(integration, "_services", lambda: None)

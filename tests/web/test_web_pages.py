@@ -30,6 +30,13 @@ def apply(client, sid, parent, action, **extra):
     return client.post(f"/s/{sid}/apply", {"parent": parent, "action": action}, **extra)
 
 
+def applied_to_new(action, **extra):
+    """(client, session id, the answer) of ``action`` applied at step 0 of a new matmul history."""
+    c = Client()
+    sid = start(c)
+    return c, sid, apply(c, sid, 0, action, **extra)
+
+
 # ============================================================================ gallery
 
 def test_gallery_lists_kernels_with_sizes_flops_and_new_session_buttons():
@@ -132,9 +139,7 @@ def test_actions_partial_at_a_statement():
 
 
 def test_apply_without_js_redirects_and_shows_the_diff():
-    c = Client()
-    sid = start(c)
-    r = apply(c, sid, 0, "split i by 32")
+    c, sid, r = applied_to_new("split i by 32")
     assert r.status_code == 302 and r["Location"] == f"/s/{sid}/?step=1"
     html = c.get(r["Location"]).content.decode()
     assert "Step 0 → step 1" in html
@@ -143,9 +148,7 @@ def test_apply_without_js_redirects_and_shows_the_diff():
 
 
 def test_apply_with_htmx_returns_the_editor_and_pushes_the_url():
-    c = Client()
-    sid = start(c)
-    r = apply(c, sid, 0, "split i by 32", **HX)
+    _, sid, r = applied_to_new("split i by 32", **HX)
     assert r.status_code == 200
     assert r["HX-Push-Url"] == f"/s/{sid}/?step=1"
     html = r.content.decode()
@@ -163,9 +166,7 @@ def test_apply_keeps_the_chosen_diff_tab():
 
 
 def test_illegal_free_text_action_shows_the_reason():
-    c = Client()
-    sid = start(c)
-    r = apply(c, sid, 0, "interchange i k", **HX)
+    c, sid, r = applied_to_new("interchange i k", **HX)
     assert r.status_code == 400 and r["HX-Retarget"] == "#action-error"
     assert "is not legal at step 0" in r.content.decode()
     r = apply(c, sid, 0, "vectorize nothing")                  # without JS: the page with the reason
@@ -382,16 +383,6 @@ def _register_runner(name="r1"):
     from webapp.runners.models import RegistrationToken
     _, raw = RegistrationToken.issue(note="test", uses=1)
     rs.register(raw, name, ["cpu"], {"cpu": {"arch": "x86_64", "model": "Test CPU", "cores": 4}}, {})
-
-
-@pytest.fixture
-def memory_broker(settings):
-    from webapp.runners import dispatch
-    settings.DOJO_BROKER_URL = "memory://"
-    settings.DOJO_BROKER_OPTIONS = {}
-    dispatch.reset()
-    yield
-    dispatch.reset()
 
 
 def test_benchmark_from_the_page_and_results_with_speedup(memory_broker):

@@ -15,20 +15,18 @@ process.  ``notify`` never raises: the change is already committed.
 """
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import logging
 import urllib.request
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.template.loader import render_to_string
 
 from webapp.histories import integration
 from webapp.histories.models import Session
 from webapp.histories.present import fmt_time
+from webapp.histories.push import send_to_session
 from webapp.histories.tree import tree_oob_html
 from webapp.runners.results import fmt_speedup
 
@@ -70,18 +68,8 @@ def _notify_server(run_id: int) -> None:
 def push(run_id: int) -> None:
     """group_send the run's agent.update from this process."""
     sid = AgentRun.objects.filter(id=run_id).values_list("session_id", flat=True).first()
-    layer = get_channel_layer()
-    if sid is None or layer is None:
-        return
-    message = {"type": "agent.update", "run": int(run_id), "session": sid}
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
-    if loop is not None:
-        loop.create_task(layer.group_send(f"session-{sid}", message))
-    else:
-        async_to_sync(layer.group_send)(f"session-{sid}", message)
+    if sid is not None:
+        send_to_session(sid, {"type": "agent.update", "run": int(run_id), "session": sid})
 
 
 # ============================================================================ rendering

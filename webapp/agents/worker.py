@@ -12,10 +12,13 @@ is the in-memory one.  On start it fails the runs a dead worker of this host lef
 from __future__ import annotations
 
 import argparse
+import atexit
 import logging
 import os
 import subprocess
 import sys
+
+from webapp.children import local_url, stop_child
 
 from . import TASK_NAME
 
@@ -83,20 +86,8 @@ def spawn(server_url: str, env=None) -> subprocess.Popen:
 def start_for_launch(host: str, port: int) -> subprocess.Popen:
     """What ``make run`` (webapp/launch.py) calls once the server listens: the worker,
     announcing through that server, stopped (SIGTERM, then SIGKILL after 20 s) at exit."""
-    import atexit
-    local = "127.0.0.1" if host in ("0.0.0.0", "", "::") else (f"[{host}]" if ":" in host else host)
-    proc = spawn(f"http://{local}:{port}")
-
-    def stop():
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-    atexit.register(stop)
+    proc = spawn(local_url(host, port))
+    atexit.register(stop_child, proc)
     return proc
 
 

@@ -2,28 +2,27 @@
 whose /api/runners and /api/jobs routes come first).  A trailing slash is optional."""
 from django.urls import re_path
 
-from . import docs, job_views, views
+from webapp.routes import JOB, SID, STEP, api
 
-SID = r"(?P<sid>[A-Za-z0-9]{1,16})"
-N = r"(?P<index>[0-9]{1,9})"
+from . import docs, job_views, views
 
 urlpatterns = [
     re_path(r"^api/openapi\.json$", views.openapi, name="api-openapi"),
-    re_path(r"^api/docs/?$", docs.api_docs, name="api-docs"),
-    re_path(r"^api/jobs/?$", job_views.job_submit, name="api-jobs"),
-    re_path(r"^api/jobs/(?P<job_id>[0-9]{1,30})/cancel/?$", job_views.job_cancel, name="api-job-cancel"),
-    re_path(r"^api/kernels/?$", views.kernels, name="api-kernels"),
-    re_path(r"^api/tokens/?$", views.tokens, name="api-tokens"),
-    re_path(r"^api/sessions/?$", views.sessions, name="api-sessions"),
-    re_path(r"^api/sessions/import/?$", views.session_import, name="api-session-import"),
-    re_path(rf"^api/sessions/{SID}/?$", views.session_detail, name="api-session"),
-    re_path(rf"^api/sessions/{SID}/actions/?$", views.session_actions, name="api-session-actions"),
-    re_path(rf"^api/sessions/{SID}/steps/?$", views.session_steps, name="api-session-steps"),
-    re_path(rf"^api/sessions/{SID}/steps/{N}/?$", views.step_detail, name="api-step"),
-    re_path(rf"^api/sessions/{SID}/steps/{N}/code/(?P<target>c|cuda)/?$", views.step_code, name="api-step-code"),
-    re_path(rf"^api/sessions/{SID}/steps/{N}/benchmark/?$", views.step_benchmark, name="api-step-benchmark"),
-    re_path(rf"^api/sessions/{SID}/current/?$", views.session_current, name="api-session-current"),
-    re_path(rf"^api/sessions/{SID}/fork/?$", views.session_fork, name="api-session-fork"),
-    re_path(rf"^api/sessions/{SID}/export/?$", views.session_export, name="api-session-export"),
+    api("docs", docs.api_docs, "api-docs"),
+    api("jobs", job_views.job_submit, "api-jobs"),
+    api(f"jobs/{JOB}/cancel", job_views.job_cancel, "api-job-cancel"),
+    api("kernels", views.kernels, "api-kernels"),
+    api("tokens", views.tokens, "api-tokens"),
+    api("sessions", views.sessions, "api-sessions"),
+    api("sessions/import", views.session_import, "api-session-import"),
+    api(f"sessions/{SID}", views.session_detail, "api-session"),
+    api(f"sessions/{SID}/actions", views.session_actions, "api-session-actions"),
+    api(f"sessions/{SID}/steps", views.session_steps, "api-session-steps"),
+    api(f"sessions/{SID}/steps/{STEP}", views.step_detail, "api-step"),
+    api(f"sessions/{SID}/steps/{STEP}/code/(?P<target>c|cuda)", views.step_code, "api-step-code"),
+    api(f"sessions/{SID}/steps/{STEP}/benchmark", views.step_benchmark, "api-step-benchmark"),
+    api(f"sessions/{SID}/current", views.session_current, "api-session-current"),
+    api(f"sessions/{SID}/fork", views.session_fork, "api-session-fork"),
+    api(f"sessions/{SID}/export", views.session_export, "api-session-export"),
     re_path(r"^api(?:/(?P<rest>[\s\S]*))?$", views.not_found, name="api-not-found"),
 ]

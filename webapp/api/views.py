@@ -121,11 +121,27 @@ def _step_param(request, session, name="step"):
     return session.current if raw in (None, "") else services.parse_index(raw, name)
 
 
-@api("GET")
-def session_actions(request, sid):
+def _body_with(request, field: str, refused: str) -> dict:
+    """The request's JSON body; refused (400, ``refused``) when it has no ``field``."""
+    data = parse_body(request)
+    if field not in data:
+        raise Refusal(400, refused)
+    return data
+
+
+def _session_step(sid, index=None, request=None):
+    """(session, its {index: Step}, the step): step ``index``, else the one the request's
+    ``?step=`` names (by default the session's current step)."""
     session = services.get_session(sid)
     steps = services.steps_of(session)
-    step = services.get_step(session, _step_param(request, session), steps)
+    if index is None:
+        index = _step_param(request, session)
+    return session, steps, services.get_step(session, index, steps)
+
+
+@api("GET")
+def session_actions(request, sid):
+    session, steps, step = _session_step(sid, request=request)
     program = services.program_at(session, step.index, steps)
     found = engine.actions_of(program)
     at = request.GET.get("at")
@@ -138,9 +154,7 @@ def session_actions(request, sid):
 @api("POST")
 def session_steps(request, sid):
     session = services.get_session(sid)
-    data = parse_body(request)
-    if "action" not in data:
-        raise Refusal(400, "action is required (a step text such as 'split i by 32')")
+    data = _body_with(request, "action", "action is required (a step text such as 'split i by 32')")
     parent = data.get("parent", session.current)
     step, created = services.add_step(session, request.dojo_actor, parent, data.get("action"))
     body = step_json(session, step)
@@ -151,9 +165,7 @@ def session_steps(request, sid):
 
 @api("GET")
 def step_detail(request, sid, index):
-    session = services.get_session(sid)
-    steps = services.steps_of(session)
-    step = services.get_step(session, index, steps)
+    session, steps, step = _session_step(sid, index)
     body = step_json(session, step)
     target = request.GET.get("code")
     if target:
@@ -168,9 +180,7 @@ def step_detail(request, sid, index):
 @api("GET")
 def step_code(request, sid, index, target):
     """The generated C or CUDA source of a step, as a download."""
-    session = services.get_session(sid)
-    steps = services.steps_of(session)
-    step = services.get_step(session, index, steps)
+    session, steps, step = _session_step(sid, index)
     code, why = engine.generated(services.program_at(session, step.index, steps), target)
     if code is None:
         raise Refusal(409 if "failed" in why else 503, why)
@@ -199,9 +209,7 @@ def step_benchmark(request, sid, index):
 @api("POST")
 def session_current(request, sid):
     session = services.get_session(sid)
-    data = parse_body(request)
-    if "step" not in data:
-        raise Refusal(400, "step is required")
+    data = _body_with(request, "step", "step is required")
     step = services.set_current(session, request.dojo_actor, data["step"])
     return JsonResponse({"session": session.id, "current": step.index})
 

@@ -7,28 +7,25 @@ tree as it is in the database then.  It never raises: the steps are already comm
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+
+from webapp.groups import send_soon
 
 log = logging.getLogger(__name__)
 
 
+def send_to_session(session_id: str, message: dict) -> None:
+    """group_send ``message`` to the pages of a history (group ``session-<ID>``), from a
+    running event loop (a consumer's) or from synchronous code.  May raise; callers guard."""
+    layer = get_channel_layer()
+    if layer is not None:
+        send_soon(layer.group_send, f"session-{session_id}", message)
+
+
 def announce_steps(session_id: str) -> None:
     try:
-        layer = get_channel_layer()
-        if layer is None:
-            return
-        message = {"type": "steps.update", "session": session_id}
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if loop is not None:
-            loop.create_task(layer.group_send(f"session-{session_id}", message))
-        else:
-            async_to_sync(layer.group_send)(f"session-{session_id}", message)
+        send_to_session(session_id, {"type": "steps.update", "session": session_id})
     except Exception:                                            # noqa: BLE001 - never fail the change
         log.warning("could not announce new steps of %s", session_id, exc_info=True)

@@ -1,10 +1,9 @@
 """Routes of the pages of histories (included at the root by webapp/urls.py)."""
 from django.urls import path, re_path
 
-from .views import bench, compare, editor, gallery, steps
+from webapp.routes import SID, STEP
 
-SID = r"(?P<sid>[A-Za-z0-9]{1,16})"
-N = r"(?P<index>[0-9]{1,9})"
+from .views import bench, compare, editor, gallery, steps
 
 urlpatterns = [
     path("", gallery.gallery, name="home"),
@@ -25,6 +24,6 @@ urlpatterns = [
     re_path(rf"^s/{SID}/compare$", compare.compare, name="editor-compare"),
     re_path(rf"^s/{SID}/bench$", bench.bench_partial, name="editor-bench"),
     re_path(rf"^s/{SID}/export\.json$", compare.export_json, name="editor-export"),
-    re_path(rf"^s/{SID}/steps/{N}/benchmark$", bench.benchmark, name="editor-benchmark"),
-    re_path(rf"^s/{SID}/steps/{N}/download/(?P<target>c|cuda)$", compare.download, name="editor-download"),
+    re_path(rf"^s/{SID}/steps/{STEP}/benchmark$", bench.benchmark, name="editor-benchmark"),
+    re_path(rf"^s/{SID}/steps/{STEP}/download/(?P<target>c|cuda)$", compare.download, name="editor-download"),
 ]

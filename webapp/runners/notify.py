@@ -18,8 +18,9 @@ import logging
 import re
 import threading
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+
+from webapp.groups import send_soon
 
 log = logging.getLogger(__name__)
 
@@ -99,13 +100,6 @@ def push(job: dict) -> None:
     if layer is None:
         return
     try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
-    try:
-        if loop is not None:               # called from async code: don't block the loop
-            loop.create_task(_send_all(layer, groups, message))
-        else:
-            async_to_sync(_send_all)(layer, groups, message)
+        send_soon(_send_all, layer, groups, message)
     except Exception:                                            # noqa: BLE001
         log.warning("could not push job %s update", job.get("id"), exc_info=True)

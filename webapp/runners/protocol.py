@@ -177,10 +177,22 @@ def _check_ticket(job: Job, attempt: int) -> None:
                            f"the ticket for attempt {attempt} is stale")
 
 
-def _positive(value, what: str) -> int:
+def _positive(value, refused: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise Refusal(400, f"{what} must be a positive integer")
+        raise Refusal(400, refused)
     return value
+
+
+def _locked_job(runner: Runner, job_id: int, not_theirs: int, jobs=None) -> Job:
+    """The job, locked until the transaction ends (``jobs``: the query, by default
+    ``Job.objects.select_for_update()``); refused (404) when there is none, and with the
+    status ``not_theirs`` when it is assigned to another runner."""
+    job = (jobs if jobs is not None else Job.objects.select_for_update()).filter(id=job_id).first()
+    if job is None:
+        raise Refusal(404, f"no job {job_id}")
+    if job.runner_id != runner.id:
+        raise Refusal(not_theirs, f"job {job_id} is not assigned to runner {runner.name}")
+    return job
 
 
 def claim(runner: Runner, job_id: int, attempt=None) -> dict:
@@ -188,14 +200,10 @@ def claim(runner: Runner, job_id: int, attempt=None) -> dict:
     With ``attempt`` (its ticket's, runners.tickets), refused unless the job is at that
     attempt (``_check_ticket``).  Refusal when the job is another runner's or final."""
     if attempt is not None:
-        attempt = _positive(attempt, "attempt (the ticket's)")
+        attempt = _positive(attempt, "attempt (the ticket's) must be a positive integer")
     now = timezone.now()
     with transaction.atomic():
-        job = Job.objects.select_for_update().filter(id=job_id).first()
-        if job is None:
-            raise Refusal(404, f"no job {job_id}")
-        if job.runner_id != runner.id:
-            raise Refusal(409, f"job {job_id} is not assigned to runner {runner.name}")
+        job = _locked_job(runner, job_id, 409)
         if job.state not in Job.ACTIVE:
             raise Refusal(409, f"job {job_id} is {job.state}")
         if attempt is not None:
@@ -240,15 +248,10 @@ def report(runner: Runner, job_id: int, attempt, state, result, claim: bool = Fa
         raise Refusal(400, "claim must be true or false")
     if state not in (Job.DONE, Job.FAILED, Job.CANCELLED):
         raise Refusal(400, "state must be 'done', 'failed' or 'cancelled'")
-    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
-        raise Refusal(400, "attempt must be a positive integer (the one claim returned)")
+    _positive(attempt, "attempt must be a positive integer (the one claim returned)")
     clean = _clean_result(result)
     with transaction.atomic():
-        job = Job.objects.select_for_update().filter(id=job_id).first()
-        if job is None:
-            raise Refusal(404, f"no job {job_id}")
-        if job.runner_id != runner.id:
-            raise Refusal(403, f"job {job_id} is not assigned to runner {runner.name}")
+        job = _locked_job(runner, job_id, 403)
         if job.state == Job.CANCELLED:
             return {"status": "ignored", "reason": "the job was cancelled", "job": job_dict(job)}
         if job.final:
@@ -290,11 +293,7 @@ def release(runner: Runner, job_id: int, reason) -> dict:
     """The runner hands a job back (its worker died, or it is shutting down)."""
     reason = str(reason or "handed back")[:300]
     with transaction.atomic():
-        job = Job.objects.select_for_update(of=("self",)).select_related("runner").filter(id=job_id).first()
-        if job is None:
-            raise Refusal(404, f"no job {job_id}")
-        if job.runner_id != runner.id:
-            raise Refusal(403, f"job {job_id} is not assigned to runner {runner.name}")
+        job = _locked_job(runner, job_id, 403, Job.objects.select_for_update(of=("self",)).select_related("runner"))
         if job.state != Job.RUNNING:
             return {"status": "ignored", "job": job_dict(job)}
         Runner.objects.filter(id=runner.id, current_job_id=job.id).update(current_job_id=None)

@@ -1,0 +1,2 @@
+"""Fixtures of the runners tests: ``memory_broker`` (tests/broker_fixtures.py)."""
+from broker_fixtures import memory_broker  # noqa: F401
