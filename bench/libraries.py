@@ -33,7 +33,9 @@ alone) has ``OPENBLAS_CORETYPE`` and ``OPENBLAS_L2_SIZE`` removed (set on some o
 machines, they make OpenBLAS take a slower kernel) and ``OPENBLAS_NUM_THREADS``,
 ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` set to the thread count; threadpoolctl (when
 installed: ``pip install .[bench]``) limits the pools as well and names the BLAS kernel in use
-(``architecture``), which the table header prints. The children check their outputs against
+(``architecture``), which the table header prints. For a target narrower than the host the
+children also get that width (``X86_LIBRARY_ISAS``: OpenBLAS's kernel, PyTorch's ATen
+capability, oneDNN's and MKL's ISA), so AVX2 code is compared with the libraries' AVX2 code. The children check their outputs against
 the scheduled kernel's outputs (harness tolerance) once per case.
 
 Figures: GFLOP/s from the catalog's ``flops`` (GB/s from its ``bytes``, the minimal traffic,
@@ -129,17 +131,23 @@ def print_table(results, key: str) -> None:
               f"{fmt_pct(ratio(v['torch'], pk))}  {ok}; {libs}")
 
 
-# OpenBLAS's names for its x86 kernels by vector width: a target narrower than the host is
-# compared with the library's kernel of the same width, not with the host's widest one
-OPENBLAS_X86_KERNELS = {32: "Haswell", 16: "Nehalem"}
+# The libraries' names for their x86 code paths by vector width: a target narrower than the
+# host is compared with the libraries' code of the same width, not with the host's widest:
+# OpenBLAS's kernel (numpy), and PyTorch's ATen kernels, oneDNN and MKL (torch)
+X86_LIBRARY_ISAS = {
+    32: {"OPENBLAS_CORETYPE": "Haswell", "ATEN_CPU_CAPABILITY": "avx2",
+         "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+    16: {"OPENBLAS_CORETYPE": "Nehalem", "ATEN_CPU_CAPABILITY": "default",
+         "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
+}
 
 
 def blas_env(target, host) -> dict:
-    """The environment that makes numpy's OpenBLAS use ``target``'s vector width: empty unless
-    the target is an x86 one narrower than this host's."""
+    """The environment that makes numpy's and PyTorch's libraries use ``target``'s vector
+    width: empty unless the target is an x86 one narrower than this host's."""
     if target.arch == "x86_64" and target.vector_bytes < host.vector_bytes \
-            and target.vector_bytes in OPENBLAS_X86_KERNELS:
-        return {"OPENBLAS_CORETYPE": OPENBLAS_X86_KERNELS[target.vector_bytes]}
+            and target.vector_bytes in X86_LIBRARY_ISAS:
+        return dict(X86_LIBRARY_ISAS[target.vector_bytes])
     return {}
 
 
@@ -213,7 +221,11 @@ def main(argv=None) -> int:
     workers = workers_of[targets[0].name]
     for name, env in envs.items():
         if env:
-            print(f"numpy for {name}: {' '.join(f'{k}={v}' for k, v in env.items())}")
+            print(f"numpy and torch for {name}: {' '.join(f'{k}={v}' for k, v in env.items())}")
+    for name in envs:
+        isa = workers_of[name][threads[0]].hello.get("torch_isa")
+        if isa:
+            print(f"torch's CPU code for {name}: {isa}")
     hello = workers[threads[0]].hello
     print(f"numpy {hello['numpy']}, torch {hello['torch'] or hello['torch_error']}")
     if hello["threadpoolctl_error"]:

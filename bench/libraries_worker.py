@@ -51,6 +51,8 @@ def worker_main(threads: int, use_torch: bool, numpy_call=numpy_fn, torch_call=t
                   "torch": torch.__version__ if torch is not None else None,
                   "torch_error": torch_error,
                   "torch_threads": torch.get_num_threads() if torch is not None else None,
+                  "torch_isa": (torch.backends.cpu.get_cpu_capability()
+                                if torch is not None else None),
                   "env_unset": unset_here()}
     send(out, hello)
     prepared = {}

@@ -48,8 +48,11 @@ def register_tiles(target, itemsize: int, rows_extent=None, cols_extent=None,
     """``limit`` tile shapes that fit the target's registers for elements of ``itemsize``
     bytes and smaller than the extents: the best half of those that divide the extents (a tail makes
     the unrolled rows and the vector loop bounds non-constant, which ``unroll`` and the
-    explicit ``vector`` lowering need), then the best of the rest by reuse; ordered
-    tail-free first, then by reuse, then fewer registers. Never empty."""
+    explicit ``vector`` lowering need), then the best of the rest: those whose columns
+    divide first (a tail of rows costs one shorter tile of the same code, which ``partition``
+    gives constant extents; a tail of columns costs partial vectors in every row tile), then
+    by reuse. Ordered tail-free first, then row tails before column tails, then by reuse,
+    then fewer registers. Never empty."""
     lanes = target.lanes(itemsize)
     shapes = []
     for vectors in range(1, MAX_VECTORS + 1):
@@ -60,20 +63,22 @@ def register_tiles(target, itemsize: int, rows_extent=None, cols_extent=None,
             shapes.append(TileShape(rows, vectors, lanes, registers,
                                     2 * rows * vectors / (rows + vectors)))
 
+    def column_tail(shape):
+        return cols_extent is not None and cols_extent % shape.cols != 0
+
     def tails(shape):
-        return ((rows_extent is not None and rows_extent % shape.rows != 0)
-                + (cols_extent is not None and cols_extent % shape.cols != 0))
+        return (rows_extent is not None and rows_extent % shape.rows != 0) + column_tail(shape)
 
     def fits(shape):          # a split by the whole extent would tile nothing
         return (rows_extent is None or shape.rows < rows_extent) and \
             (cols_extent is None or shape.cols < cols_extent)
 
     fitting = [s for s in shapes if fits(s)] or shapes[:1]
-    by_reuse = sorted(fitting, key=lambda s: (-s.reuse, s.registers))
+    by_reuse = sorted(fitting, key=lambda s: (column_tail(s), -s.reuse, s.registers))
     whole = [s for s in by_reuse if not tails(s)]
     chosen = whole[:max(1, limit // 2)]
     chosen += [s for s in by_reuse if s not in chosen][:limit - len(chosen)]
-    return sorted(chosen, key=lambda s: (tails(s), -s.reuse, s.registers))
+    return sorted(chosen, key=lambda s: (tails(s), column_tail(s), -s.reuse, s.registers))
 
 
 def row_tiles(target, itemsize: int, cols_extent=None, limit: int = 2) -> list:
