@@ -20,7 +20,8 @@ next agent budget, not time), so wall times after the first agent are lower boun
 Columns: speedup over the untransformed kernel, ratio to the ``.steps`` schedule
 (steps time / agent time: >= 1 means the agent found something as fast), ratio to numpy
 (numpy time / agent time; numpy timed in a child process with ``OPENBLAS_CORETYPE`` and
-``OPENBLAS_L2_SIZE`` removed and its thread count set, as bench/libraries.py does), wall
+``OPENBLAS_L2_SIZE`` removed and its thread count set, and for a target narrower than the
+host OpenBLAS's kernel of that width, as bench/libraries.py does), wall
 time of the search.  The final agent times are re-measured once more (``--confirm``, default
 on) so that a lucky noisy sample does not decide the table.  The TVM MetaSchedule peer
 (bench/agents_tvm.py: matmul, softmax, layernorm and conv2d, at the largest budget as its
@@ -45,16 +46,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.common import ratio                                   # noqa: E402
-from bench.peers import peer_env                                 # noqa: E402
+from bench.peers import blas_env, peer_env                       # noqa: E402
 from dojo_core.agents import AGENTS, make_agent                  # noqa: E402
 from dojo_core.agents.evaluators import LocalEvaluator           # noqa: E402
+from dojo_core.codegen import get_target                         # noqa: E402
 from dojo_core.kernels import load_kernel, steps_path            # noqa: E402
 from dojo_core.records import RecordStore                        # noqa: E402
 from dojo_core.steps import read_steps                           # noqa: E402
 
 
-def numpy_time(name: str, threads: int, min_time: float):
-    """numpy's time for a library kernel (bench/libraries.py's numpy versions), in a child."""
+def numpy_time(name: str, threads: int, min_time: float, env_extra: dict | None = None):
+    """numpy's time for a library kernel (bench/libraries.py's numpy versions), in a child
+    whose environment adds ``env_extra`` (the code paths of a narrower target)."""
     code = (
         "import json, sys; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
         "import numpy as np\n"
@@ -65,7 +68,7 @@ def numpy_time(name: str, threads: int, min_time: float):
         "fn, _ = numpy_fn(np, %r, random_inputs(p, 0), p.size_values)\n"
         "print(json.dumps(time_fn(fn, %r)))\n"
     ) % (str(ROOT / "bench"), str(ROOT), name, name, max(min_time, 0.2))
-    env = peer_env(threads)
+    env = peer_env(threads, env_extra)
     try:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              env=env, timeout=300)
@@ -140,7 +143,8 @@ def main(argv=None) -> int:
         own = steps_path(name, evaluator.target)      # the target's own schedule
         expert_steps = tuple(t for _, t in read_steps(own)) if own else ()
         expert = confirm.evaluate(root, expert_steps) if expert_steps else None
-        np_s = numpy_time(name, args.threads, args.min_time)
+        np_s = numpy_time(name, args.threads, args.min_time,
+                          blas_env(get_target(evaluator.target), get_target(None)))
         entry = {"baseline_s": base.median_s, "steps_s": expert.median_s if expert else None,
                  "numpy_s": np_s, "agents": {}}
         print(f"\n## {name}: untransformed {fmt(base.median_s * 1e3, '8.3f')} ms, "

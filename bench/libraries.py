@@ -79,7 +79,7 @@ from bench.common import cpu_model, fixed, load_text, ratio, usable_cores  # noq
 from bench.libraries_worker import Worker, worker_main                      # noqa: E402
 from bench.machine_peaks import (copy_bandwidth, fma_iters, fma_peak,       # noqa: E402
                                  load_peaks_lib)
-from bench.peers import PAUSE_S, UNSET                                      # noqa: E402
+from bench.peers import PAUSE_S, UNSET, blas_env                            # noqa: E402
 from dojo_core import harness                                               # noqa: E402
 from dojo_core.codegen import get_target                                    # noqa: E402
 from dojo_core.kernels import info, load_kernel, random_inputs, steps_path  # noqa: E402
@@ -129,26 +129,6 @@ def print_table(results, key: str) -> None:
               f"{fmt_ratio(ratio(v['steps'], v['torch']))} "
               f"{fmt_pct(ratio(v['steps'], pk))} {fmt_pct(ratio(v['numpy'], pk))} "
               f"{fmt_pct(ratio(v['torch'], pk))}  {ok}; {libs}")
-
-
-# The libraries' names for their x86 code paths by vector width: a target narrower than the
-# host is compared with the libraries' code of the same width, not with the host's widest:
-# OpenBLAS's kernel (numpy), and PyTorch's ATen kernels, oneDNN and MKL (torch)
-X86_LIBRARY_ISAS = {
-    32: {"OPENBLAS_CORETYPE": "Haswell", "ATEN_CPU_CAPABILITY": "avx2",
-         "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
-    16: {"OPENBLAS_CORETYPE": "Nehalem", "ATEN_CPU_CAPABILITY": "default",
-         "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
-}
-
-
-def blas_env(target, host) -> dict:
-    """The environment that makes numpy's and PyTorch's libraries use ``target``'s vector
-    width: empty unless the target is an x86 one narrower than this host's."""
-    if target.arch == "x86_64" and target.vector_bytes < host.vector_bytes \
-            and target.vector_bytes in X86_LIBRARY_ISAS:
-        return dict(X86_LIBRARY_ISAS[target.vector_bytes])
-    return {}
 
 
 def main(argv=None) -> int:

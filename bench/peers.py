@@ -5,7 +5,9 @@ in a child process per thread count, so that the child's environment can differ 
 ours. This module owns what they share:
 
 * the environment of a child (``peer_env``): ``UNSET`` removed (set on some machines, they
-  make OpenBLAS take a slower kernel) and ``THREAD_VARS`` set to the thread count;
+  make OpenBLAS take a slower kernel) and ``THREAD_VARS`` set to the thread count, plus,
+  for a target narrower than the host, the libraries' code paths of its width
+  (``blas_env``);
 * starting and stopping one (``spawn``: ``SCRIPT --worker THREADS ...`` with this checkout
   on ``PYTHONPATH``; ``stop``);
 * the pipe protocol, length-prefixed pickles (``send``, ``recv``), and the worker's side of
@@ -35,6 +37,26 @@ PAUSE_S = 0.3          # between contenders: OpenBLAS/OpenMP workers stop spinni
 
 
 # =============================================================================== parent side
+
+# The libraries' names for their x86 code paths by vector width: a target narrower than the
+# host is compared with the libraries' code of the same width, not with the host's widest:
+# OpenBLAS's kernel (numpy), and PyTorch's ATen kernels, oneDNN and MKL (torch)
+X86_LIBRARY_ISAS = {
+    32: {"OPENBLAS_CORETYPE": "Haswell", "ATEN_CPU_CAPABILITY": "avx2",
+         "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+    16: {"OPENBLAS_CORETYPE": "Nehalem", "ATEN_CPU_CAPABILITY": "default",
+         "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
+}
+
+
+def blas_env(target, host) -> dict:
+    """The environment that makes numpy's and PyTorch's libraries use ``target``'s vector
+    width: empty unless the target is an x86 one narrower than this host's."""
+    if target.arch == "x86_64" and target.vector_bytes < host.vector_bytes \
+            and target.vector_bytes in X86_LIBRARY_ISAS:
+        return dict(X86_LIBRARY_ISAS[target.vector_bytes])
+    return {}
+
 
 def peer_env(threads: int, extra: dict | None = None) -> dict:
     """This process's environment without ``UNSET``, with ``THREAD_VARS`` = threads, then
