@@ -9,7 +9,9 @@ GPU blocks and threads without changing the results:
   are those of reductions (`+=`, `*=`, `max=`, `min=`) into elements that no other
   statement of L touches and whose value does not read their own target (a `max=`/`min=`
   into an i8 element only with a plain i8 element as its value: updates wrap modulo 256).
-- unroll L: a constant extent of at most 64.
+- unroll L: a constant extent of at most 64, and at most 512 statements in the code once L
+  and the unrolled loops around and inside it are copied out (compile time and code size
+  grow with the copies, never the speed of a loop that is not a register tile).
 - bind L gpu.block.x|y|z / gpu.thread.x|y|z: parallelizable; block loops enclose thread
   loops; each axis is bound once along a nest; thread loops have extents bounded by
   constants (a split tail `0..min(32, ...)` counts as 32, guarded in the generated code)
@@ -24,6 +26,7 @@ from .base import Transformation
 from .util import extent, find_loop, loops_around, max_extent, replace_at
 
 MAX_UNROLL = 64
+MAX_UNROLLED_STATEMENTS = 512
 MAX_THREADS = 1024
 
 
@@ -155,7 +158,28 @@ class Unroll(_OneLoop):
             return f"loop '{name}' has no constant extent"
         if n > MAX_UNROLL:
             return f"loop '{name}' has {n} iterations; unroll takes at most {MAX_UNROLL}"
+        around = [l for l in loops_around(program, path) if "unroll" in l.annotations]
+        root = around[0] if around else loop
+        copies = unrolled_statements([root], program.size_values, also=loop)
+        if copies > MAX_UNROLLED_STATEMENTS:
+            return (f"unrolling loop '{name}' would give {copies} statements once the unrolled "
+                    f"loops are copied out; unroll takes at most {MAX_UNROLLED_STATEMENTS}")
         return None
+
+
+def unrolled_statements(stmts, sizes, also=None) -> int:
+    """The assignments in stmts once every loop annotated ``unroll`` (and ``also``, a loop
+    about to be) is copied out: an unrolled loop counts its body extent times, any other loop
+    its body once."""
+    total = 0
+    for s in stmts:
+        if isinstance(s, ir.Loop):
+            body = unrolled_statements(s.body, sizes, also)
+            unrolled = "unroll" in s.annotations or s is also
+            total += (extent(s, sizes) or 1) * body if unrolled else body
+        elif isinstance(s, ir.Assign):
+            total += 1
+    return total
 
 
 def _shared_outside(program, path) -> bool:

@@ -117,6 +117,14 @@ def test_bind_golden():
     (MATMUL, "vectorize j", "loop 'j' is not innermost (its body must hold only assignments)"),
     ("kernel u(N = 100)\nout B: f32[N]\n\nfor i in 0..N:\n  B[i] = 1\n", "unroll i",
      "loop 'i' has 100 iterations; unroll takes at most 64"),
+    ("kernel u(N = 64, M = 16)\nout B: f32[N, M]\n\nfor i in 0..N:\n  for j in 0..M unroll:\n"
+     "    B[i, j] = 1\n", "unroll i",
+     "unrolling loop 'i' would give 1024 statements once the unrolled loops are copied out; "
+     "unroll takes at most 512"),
+    ("kernel u(N = 64, M = 16)\nout B: f32[N, M]\n\nfor i in 0..N unroll:\n  for j in 0..M:\n"
+     "    B[i, j] = 1\n", "unroll j",
+     "unrolling loop 'j' would give 1024 statements once the unrolled loops are copied out; "
+     "unroll takes at most 512"),
     (MATMUL, "bind k gpu.thread.x", "loop 'k' carries a dependence, so it cannot be bound to "
                                     "the GPU grid"),
     (MATMUL, "frobnicate i", "unknown transformation 'frobnicate'"),
