@@ -34,9 +34,10 @@ machines, they make OpenBLAS take a slower kernel) and ``OPENBLAS_NUM_THREADS``,
 ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` set to the thread count; threadpoolctl (when
 installed: ``pip install .[bench]``) limits the pools as well and names the BLAS kernel in use
 (``architecture``), which the table header prints. For a target narrower than the host the
-children also get that width (``X86_LIBRARY_ISAS``: OpenBLAS's kernel, PyTorch's ATen
-capability, oneDNN's and MKL's ISA), so AVX2 code is compared with the libraries' AVX2 code. The children check their outputs against
-the scheduled kernel's outputs (harness tolerance) once per case.
+children also get that width (``bench/peers.X86_LIBRARY_ISAS``: OpenBLAS's kernel, PyTorch's
+ATen capability, oneDNN's and MKL's ISA), so AVX2 code is compared with the libraries' AVX2
+code. The children check their outputs against the scheduled kernel's outputs (harness
+tolerance) once per case.
 
 Figures: GFLOP/s from the catalog's ``flops`` (GB/s from its ``bytes``, the minimal traffic,
 for softmax and layernorm), each the median over ``--rounds`` rounds of the median of one
