@@ -7,6 +7,8 @@ is refused is dropped), so a history of macros is an ordinary history.  No kerne
 Ansor / MetaSchedule sketches use):
 
 * ``vectorize inner``: vectorize every innermost loop that can be (unit-stride lanes).
+* ``unit stride L``: in the nests of loop L whose innermost loop strides, bubble the loop
+  that every access walks with stride 1 innermost and vectorize it (``strides.py``).
 * ``parallelize outer``: parallelize every outermost loop that can be.
 * ``distribute``: fission loops whose body mixes statements and loops, so that reductions
   form perfect nests (an init nest and an update nest); in a loop that holds a
@@ -38,6 +40,7 @@ from ..transforms.base import NotApplicable
 from .moves import (Builder, Move, distribute_steps, finish, parallelize_outer_steps,
                     vectorize_inner_steps)
 from .labels import tile_sizes
+from .strides import unit_stride_moves
 from .tiles import last_dim_layout, tile_moves
 
 
@@ -57,6 +60,7 @@ def macro_moves(program, tile=True, target=None, threads=None) -> list:
         finish(b)
         if b.steps and len(b.steps) > 1:
             moves.append(Move("vectorize inner + parallelize outer", tuple(b.steps)))
+    moves.extend(unit_stride_moves(program))
     if tile:
         try:
             moves.extend(tile_moves(program, target, threads))
@@ -66,4 +70,5 @@ def macro_moves(program, tile=True, target=None, threads=None) -> list:
 
 
 __all__ = ["Move", "distribute_steps", "last_dim_layout", "macro_moves",
-           "parallelize_outer_steps", "tile_moves", "tile_sizes", "vectorize_inner_steps"]
+           "parallelize_outer_steps", "tile_moves", "tile_sizes", "unit_stride_moves",
+           "vectorize_inner_steps"]

@@ -119,7 +119,8 @@ def finish(b: Builder, vectorize=True, parallelize=True) -> None:
 
 
 def distribute_steps(program) -> list:
-    """Fissions (legal ones) until no loop mixes statements with loops or holds several loops.
+    """Fissions (legal ones) until no loop mixes statements with loops, holds several loops
+    or holds several reductions into arrays.
     In a loop that holds a contraction (a nest of two or more loops reducing into an array),
     a local used on both sides of a cut is expanded first (one slot per iteration), so that
     the contraction can become a perfect nest of its own."""
@@ -129,7 +130,8 @@ def distribute_steps(program) -> list:
         done = True
         for loop in ir.loops(b.program):
             body = loop.body
-            if len(body) < 2 or not any(isinstance(s, ir.Loop) for s in body):
+            if len(body) < 2 or not (any(isinstance(s, ir.Loop) for s in body)
+                                     or _several_array_reductions(body)):
                 continue
             for k in range(len(body) - 1):
                 head = body[k]
@@ -144,6 +146,14 @@ def distribute_steps(program) -> list:
         if done:
             break
     return b.steps
+
+
+def _several_array_reductions(body) -> bool:
+    """Statements only, two or more of them reductions into arrays (``G[i, j] += ..`` beside
+    ``Y[i, j] += ..``): each can be a perfect reduction nest, and so a register tile, of its
+    own once they are cut apart."""
+    return all(isinstance(s, ir.Assign) for s in body) and sum(
+        s.op != "=" and bool(s.target.indices) for s in body) >= 2
 
 
 def _holds_contraction(loop) -> bool:

@@ -165,6 +165,25 @@ def test_tile_all_tiles_every_gemm_of_a_chain():
         np.testing.assert_allclose(got[name], want[name], rtol=2e-4, atol=2e-4)
 
 
+def test_two_gemms_in_one_loop_are_cut_apart_and_each_tiled():
+    """SwiGLU's two projections accumulate side by side in one loop: distribute cuts them
+    into two perfect nests, and the chained tile holds each in registers."""
+    from dojo_core import suite
+    program = suite.load("swiglu", "f32", {"N": 12, "K": 16, "M": 40})
+    steps = distribute_steps(program)
+    state = replay(program, steps)
+    nests = [text for text in print_program(state).split("\n") if "+= X[" in text]
+    assert len(nests) == 2 and "fission j2 after s2" in steps, steps
+    chained = [m for m in tile_moves(program, WIDE, threads=1) if m.label.startswith("tile all")]
+    assert chained and chained[0].label.count(";") == 1, [m.label for m in chained]
+    tiled = replay(program, list(chained[0].steps))
+    text = print_program(tiled)
+    assert "local acc: f32[" in text and "local acc2: f32[" in text
+    inputs = suite.random_inputs("swiglu", program, 0)
+    want, got = interp.run(program, inputs), interp.run(tiled, inputs)
+    np.testing.assert_allclose(got["Y"], want["Y"], rtol=2e-4, atol=2e-4)
+
+
 @pytest.mark.parametrize("target,rows", [("x86-avx512", 8), ("x86-avx2", 4)])
 def test_dot_tiles_of_a_triangular_row_reduction(target, rows):
     from dojo_core import suite
