@@ -4,13 +4,13 @@ test).
     python bench/agents.py [--kernels matmul,softmax,layernorm,conv2d,attention]
                            [--agents random,greedy,beam,mcts[,q]] [--budgets 100,300]
                            [--threads 1] [--target T] [--min-time 0.05] [--seed 0]
-                           [--out agents.json]
+                           [--confirm-time 0.3] [--confirm-rounds 3] [--out agents.json]
                            [--tvm-trials N | --no-tvm] [--tvm-python PATH]
 
 For each kernel at its default sizes: the untransformed kernel, the target's own ``.steps``
 schedule (``NAME.TARGET.steps`` where it exists, else ``NAME.steps``) and
-every agent's best state are measured with the same ``LocalEvaluator`` (compiled C,
-verified against the untransformed kernel, timed in the measuring child; ``--threads``
+every agent's best state are measured with the same kind of ``LocalEvaluator`` (compiled C,
+verified against the untransformed kernel, timed in a measuring child; ``--threads``
 OpenMP threads, default 1 because these machines are shared and small).  Each agent runs
 ONCE at the largest budget; the figure at a smaller budget is ``SearchResult.best_within``
 of that run (the best among its first N measurements).  Agents share one measurement cache
@@ -22,8 +22,13 @@ Columns: speedup over the untransformed kernel, ratio to the ``.steps`` schedule
 (numpy time / agent time; numpy timed in a child process with ``OPENBLAS_CORETYPE`` and
 ``OPENBLAS_L2_SIZE`` removed and its thread count set, and for a target narrower than the
 host OpenBLAS's kernel of that width, as bench/libraries.py does), wall
-time of the search.  The final agent times are re-measured once more (``--confirm``, default
-on) so that a lucky noisy sample does not decide the table.  The TVM MetaSchedule peer
+time of the search.  The table's figures are not the search's: once a kernel's agents have
+run, its comparison set (the untransformed kernel, the ``.steps`` state and every agent's
+best at every budget, each distinct state once) is timed again, ``--confirm-time`` seconds
+a timing, in a measuring child started for that kernel alone (``remeasure(fresh=True)``:
+what was measured before, in the search or for another kernel, cannot move them), in
+``--confirm-rounds`` interleaved rounds (so that a drift of the machine hits every state
+alike); a state's figure is the median of its rounds.  The TVM MetaSchedule peer
 (bench/agents_tvm.py: matmul, softmax, layernorm and conv2d, at the largest budget as its
 trial count unless ``--tvm-trials``) runs in a child process, from ``--tvm-python``'s
 environment, after the agents of its kernel (row ``tvm``: its speedup over the
@@ -36,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -120,6 +126,8 @@ def main(argv=None) -> int:
                     help="interpreter of an environment with apache-tvm (default: this one)")
     ap.add_argument("--confirm-time", type=float, default=0.3,
                     help="min time of the final timings (untransformed, .steps, each best)")
+    ap.add_argument("--confirm-rounds", type=int, default=3,
+                    help="interleaved rounds of the final timings, in a fresh child per kernel")
     args = ap.parse_args(argv)
     budgets = sorted(int(b) for b in args.budgets.split(","))
     agents = [a for a in args.agents.split(",") if a]
@@ -130,39 +138,50 @@ def main(argv=None) -> int:
     store = RecordStore(Path(tempfile.mkdtemp(prefix="bench-agents-")) / "measurements.jsonl")
     evaluator = LocalEvaluator(min_time=args.min_time, threads=args.threads, store=store,
                                target=args.target)
-    # the figures: every reported state timed again, longer, by a second evaluator
+    # the figures: every kernel's comparison set timed again, longer, in a fresh child
     confirm = LocalEvaluator(min_time=args.confirm_time, threads=args.threads, store=None,
                              target=args.target)
     print(f"# bench/agents.py  threads={args.threads} min_time={args.min_time} budgets={budgets}"
-          f"  load={os.getloadavg()[0]:.2f}", flush=True)
+          f"  confirm {args.confirm_rounds} x {args.confirm_time} s  load={os.getloadavg()[0]:.2f}",
+          flush=True)
     report = {"threads": args.threads, "min_time": args.min_time, "budgets": budgets,
+              "confirm_time": args.confirm_time, "confirm_rounds": args.confirm_rounds,
               "kernels": {}, "command": " ".join(sys.argv)}
     for name in [k for k in args.kernels.split(",") if k]:
         root = load_kernel(name)
-        base = confirm.evaluate(root, ())
         own = steps_path(name, evaluator.target)      # the target's own schedule
         expert_steps = tuple(t for _, t in read_steps(own)) if own else ()
-        expert = confirm.evaluate(root, expert_steps) if expert_steps else None
         np_s = numpy_time(name, args.threads, args.min_time,
                           blas_env(get_target(evaluator.target), get_target(None)))
-        entry = {"baseline_s": base.median_s, "steps_s": expert.median_s if expert else None,
-                 "numpy_s": np_s, "agents": {}}
-        print(f"\n## {name}: untransformed {fmt(base.median_s * 1e3, '8.3f')} ms, "
-              f"{own.name if own else '.steps'} "
-              f"{fmt(entry['steps_s'] and entry['steps_s'] * 1e3, '8.3f')} ms, numpy "
-              f"{fmt(np_s and np_s * 1e3, '8.3f')} ms", flush=True)
-        print(f"{'agent':8} {'budget':>6} {'speedup':>8} {'x.steps':>8} {'x.numpy':>8} "
-              f"{'wall_s':>7}  best steps")
+        searched = {}
         for agent in agents:
             started = time.monotonic()
             result = make_agent(agent).search(root, evaluator, budgets[-1], seed=args.seed)
-            wall = time.monotonic() - started
+            searched[agent] = (result, time.monotonic() - started)
+            print(f"# {name}: {agent} measured {len(result.trials)} states in "
+                  f"{searched[agent][1]:.0f} s", flush=True)
+        bests = {(agent, b): result.best_within(b)
+                 for agent, (result, _) in searched.items() for b in budgets}
+        states = [()] + ([expert_steps] if expert_steps else []) + \
+            [best.steps for best in bests.values() if best.median_s]
+        times = comparison_times(confirm, root, states, args.confirm_rounds)
+        base_s = times[()]
+        steps_s = times[expert_steps] if expert_steps else None
+        entry = {"baseline_s": base_s, "steps_s": steps_s, "numpy_s": np_s, "agents": {}}
+        print(f"\n## {name}: untransformed {fmt(base_s and base_s * 1e3, '8.3f')} ms, "
+              f"{own.name if own else '.steps'} "
+              f"{fmt(steps_s and steps_s * 1e3, '8.3f')} ms, numpy "
+              f"{fmt(np_s and np_s * 1e3, '8.3f')} ms", flush=True)
+        print(f"{'agent':8} {'budget':>6} {'speedup':>8} {'x.steps':>8} {'x.numpy':>8} "
+              f"{'wall_s':>7}  best steps")
+        for agent, (result, wall) in searched.items():
             rows = {}
             for b in budgets:
-                best = result.best_within(b)
-                t = confirm.evaluate(root, best.steps).median_s if best.median_s else None
-                rows[b] = {"median_s": t, "search_median_s": best.median_s, "speedup": ratio(base.median_s, t),
-                           "vs_steps": ratio(entry["steps_s"], t), "vs_numpy": ratio(np_s, t),
+                best = bests[agent, b]
+                t = times[best.steps] if best.median_s else None
+                rows[b] = {"median_s": t, "search_median_s": best.median_s,
+                           "speedup": ratio(base_s, t), "vs_steps": ratio(steps_s, t),
+                           "vs_numpy": ratio(np_s, t),
                            "steps": list(best.steps), "measurements": min(b, len(result.trials))}
                 print(f"{agent:8} {b:6d} {fmt(rows[b]['speedup'], '8.2f')} "
                       f"{fmt(rows[b]['vs_steps'], '8.2f')} {fmt(rows[b]['vs_numpy'], '8.2f')} "
@@ -173,8 +192,8 @@ def main(argv=None) -> int:
             trials = args.tvm_trials or budgets[-1]
             peer = tvm_peer(name, trials, args.threads, python=args.tvm_python)
             if peer.get("median_s"):
-                peer.update(speedup=ratio(base.median_s, peer["median_s"]),
-                            vs_steps=ratio(entry["steps_s"], peer["median_s"]),
+                peer.update(speedup=ratio(base_s, peer["median_s"]),
+                            vs_steps=ratio(steps_s, peer["median_s"]),
                             vs_numpy=ratio(np_s, peer["median_s"]))
                 print(f"{'tvm':8} {trials:6d} {fmt(peer['speedup'], '8.2f')} "
                       f"{fmt(peer['vs_steps'], '8.2f')} {fmt(peer['vs_numpy'], '8.2f')} "
@@ -188,6 +207,16 @@ def main(argv=None) -> int:
     evaluator.close()
     confirm.close()
     return 0
+
+
+def comparison_times(evaluator, root, states, rounds: int) -> dict:
+    """{steps: median time in seconds, None where it failed} for every state in ``states``
+    (step tuples of ``root``; each distinct one timed once a round), all timed by ONE
+    ``evaluator.remeasure(..., rounds, fresh=True)`` call: in a measuring child started for
+    this comparison alone, in interleaved rounds."""
+    unique = list(dict.fromkeys(tuple(s) for s in states))
+    measured = evaluator.remeasure([(root, s) for s in unique], rounds=rounds, fresh=True)
+    return {s: (statistics.median(t) if t else None) for s, t in zip(unique, measured)}
 
 
 def _save(path, report) -> None:

@@ -159,16 +159,19 @@ def _round_bf16(x: np.ndarray) -> np.ndarray:
     return bits.view(np.float32).reshape(np.shape(x))
 
 
-def prepare(program: ir.Program, inputs: dict):
-    """(arrays in declaration order, outputs dict) for one run; inputs are copied."""
+def prepare(program: ir.Program, inputs: dict, empty=None):
+    """(arrays in declaration order, outputs dict) for one run; inputs are copied.  Every
+    buffer comes from ``empty(shape, dtype)`` (default ``aligned_empty``: 64-byte aligned)
+    and is written in full before it is returned."""
     declared = {d.name: d for d in program.arrays}
     for name in inputs:
         if name not in declared or declared[name].kind not in ("in", "inout"):
             raise RunError(f"{name!r} is not an input of kernel {program.name}")
+    empty = empty or aligned_empty
     arrays, outputs = [], {}
     for decl in program.arrays:
         shape, dtype = _shape(program, decl), np.dtype(NUMPY_DTYPES[decl.dtype])
-        buf = aligned_empty(shape, dtype)
+        buf = empty(shape, dtype)
         if decl.kind in ("in", "inout"):
             if decl.name not in inputs:
                 raise RunError(f"missing input {decl.name!r} ({decl.kind} {decl.dtype})")

@@ -12,7 +12,9 @@ inputs=None)``
     same fingerprint (in the store, or earlier in this process) is answered from the cache
     (``source="cache"``), and so is a state whose generated C is identical to a measured one.
     ``code_key(root, steps)`` is the hash of the generated C (None when it cannot be
-    generated): agents use it to skip steps that cannot change the code. ``inputs(root)``
+    generated): agents use it to skip steps that cannot change the code.
+    ``remeasure(items, rounds=2, fresh=False)`` times states again, uncached, interleaved in
+    rounds; ``fresh`` makes them in a measuring child of their own. ``inputs(root)``
     gives the input arrays (default ``kernels.random_inputs(root, 0)``: kernels whose
     inputs need structure, such as a positive definite matrix, bring their own).
     ``phases``: a ``phases.PhaseClock`` (set by the search session) that it reports its
@@ -223,11 +225,24 @@ class LocalEvaluator:
         return dict(min_time=self.min_time, min_reps=3, warmup=1, threads=self.threads,
                     flush_cache=False)
 
-    def remeasure(self, items: Sequence[tuple], rounds: int = 2) -> list:
+    def remeasure(self, items: Sequence[tuple], rounds: int = 2, fresh: bool = False) -> list:
         """Fresh timings of (root, steps) states, never answered from a cache, interleaved
         over ``rounds`` so that a drift of the machine hits every state alike:
         [[median_s per round] per item], None for an item that fails or whose outputs no
-        longer match the untransformed kernel's."""
+        longer match the untransformed kernel's.  ``fresh``: every timing of this call is
+        made in a measuring child started for it and ended when it returns (a kernel that
+        crashes it gets another fresh one), so that nothing measured before shares its
+        process; otherwise in the evaluator's persistent child."""
+        from .measure_worker import MeasureWorker
+        if not fresh:
+            return self._remeasure(items, rounds, None)
+        worker = MeasureWorker()
+        try:
+            return self._remeasure(items, rounds, worker)
+        finally:
+            worker.close()
+
+    def _remeasure(self, items, rounds, worker) -> list:
         from .. import harness
         from .measure_worker import MeasureWorker
         with self._lock:
@@ -240,8 +255,10 @@ class LocalEvaluator:
                     built.append((root, state, lib))
                 except Exception:                                       # noqa: BLE001
                     built.append(None)
-            if self._worker is None:
-                self._worker = MeasureWorker()
+            if worker is None:
+                if self._worker is None:
+                    self._worker = MeasureWorker()
+                worker = self._worker
             times = [[] if entry is not None else None for entry in built]
             params = self._timing()
             for _ in range(rounds):
@@ -251,7 +268,7 @@ class LocalEvaluator:
                     root, state, lib = entry
                     key, inputs, reference = self._reference(root)
                     with timed(self.phases, "confirm"):
-                        answer = self._worker.measure(
+                        answer = worker.measure(
                             root_key=key, inputs=inputs, reference=reference, program=state,
                             path=lib.path, params=params, threads=self.threads,
                             timeout=self.timeout)

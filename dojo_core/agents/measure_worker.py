@@ -10,15 +10,50 @@ kernel, runs it once on the root's inputs, compares the outputs with the referen
 Guarantees: a kernel that crashes or hangs never takes the caller with it: the child is
 killed (timeout) or found dead, a fresh one is started for the next job, and the job's
 answer is an error string.  ``MeasureWorker.measure`` never raises for a kernel's fault.
+
+Buffer placement does not depend on what the child measured before: every array a job
+hands to the kernel (``mapped_empty``) lives in a private anonymous mapping of its own that
+starts on a 2 MiB boundary (``BUFFER_ALIGN``), with the system's ordinary page size (no
+huge-page advice: the runners and ``dojo_core bench`` time with ordinary pages, and an agent
+must rank schedules as they will run there), is written in full before the kernel runs, and is unmapped when the job is done.  (Through
+malloc, a long-lived child's buffers landed wherever the heap left room after the kernels
+before them, with another page alignment and other physical pages, and timings moved with
+that history.)  The arrays that verify a job are released before those that time it are
+made.
 """
 from __future__ import annotations
 
+import mmap
 import os
 import pickle
 import select
 import subprocess
 import sys
 import threading
+
+import numpy as np
+
+BUFFER_ALIGN = 2 << 20            # every measured buffer starts on a 2 MiB boundary
+
+
+def mapped_empty(shape, dtype) -> np.ndarray:
+    """An uninitialised C-contiguous array of ``shape`` and ``dtype`` at the start of a private
+    anonymous mapping of its own, aligned to ``BUFFER_ALIGN``; the mapping is unmapped when the array (and every
+    view of it) is gone.  Where anonymous mappings are unavailable it falls back to
+    ``harness.aligned_empty`` at the same alignment."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    nbytes = max(1, count) * dtype.itemsize
+    size = -(-nbytes // BUFFER_ALIGN) * BUFFER_ALIGN
+    try:
+        region = mmap.mmap(-1, size + BUFFER_ALIGN,
+                           flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except (AttributeError, OSError, ValueError):
+        from ..harness import aligned_empty
+        return aligned_empty(shape, dtype, align=BUFFER_ALIGN)
+    raw = np.frombuffer(region, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % BUFFER_ALIGN
+    return raw[offset:offset + nbytes].view(dtype)[:count].reshape(shape)
 
 
 def serve() -> None:
@@ -51,15 +86,16 @@ def _run_job(harness, roots: dict, job: dict) -> dict:
     dll = harness._load(job["path"], len(program.arrays))
     result = {"verified": True, "errors": {}}
     if reference is not None:
-        arrays, outputs = harness.prepare(program, inputs)
+        arrays, outputs = harness.prepare(program, inputs, empty=mapped_empty)
         if job["threads"]:
             dll.dojo_set_threads(int(job["threads"]))
         dll.dojo_kernel(*harness._pointers(arrays))
         errors = harness.compare(outputs, reference, program)
         result = {"verified": all(e <= 1.0 for e in errors.values()), "errors": errors}
+        del arrays, outputs
         if not result["verified"]:
             return result
-    arrays, _ = harness.prepare(program, inputs)
+    arrays, _ = harness.prepare(program, inputs, empty=mapped_empty)
     result.update(harness._time_in_process(dll, arrays, **job["params"]))
     return result
 
