@@ -13,20 +13,21 @@ like the other contenders: warm-up, repetitions for at least --min-time, median)
 check of the result, the TVM version.  Needs ``apache-tvm`` (0.27 from PyPI, with
 ``apache-tvm-ffi==0.1.14.post1``, xgboost, cloudpickle and psutil beside it; see
 shared/PERF.md beside the checkout) in the environment that runs it, usually a venv of its own
-(bench/agents.py ``--tvm-python``).  The target is given as a JSON dict (``llvm`` with
-``-mcpu`` of this host and ``num-cores``); the builder's and runner's 30 s default
-timeouts are raised (a builder process alone can take longer to start on a loaded 2-core
-machine).
+(bench/agents.py ``--tvm-python``).  Tuning, target and timing are bench/tvm_common.py's,
+shared with bench/suite_tvm.py (the suite's twins).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import statistics
 import sys
-import tempfile
-import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import tvm_common  # noqa: E402
 
 EPS = 1e-5
 
@@ -99,46 +100,27 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--min-time", type=float, default=0.2)
     args = ap.parse_args(argv)
-    os.environ["TVM_NUM_THREADS"] = str(args.threads)
+    tvm_common.set_threads(args.threads)
     import numpy as np
     import tvm
-    import tvm.s_tir.meta_schedule as ms
     from tvm import te
 
     tensors, reference = definitions(te, np, args.size)[args.kernel]()
-    func = te.create_prim_func(tensors).with_attr("global_symbol", "main")
-    mod = tvm.IRModule({"main": func})
-    mcpu = tvm.target.codegen.llvm_get_system_cpu() if hasattr(tvm.target, "codegen") else "native"
-    target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": args.threads})
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="tvm-ms-") as work:
-        database = ms.tune_tir(mod, target, work, max_trials_global=args.trials,
-                               num_trials_per_iter=min(32, args.trials),
-                               num_tuning_cores=args.threads, seed=0,
-                               builder=ms.builder.LocalBuilder(timeout_sec=600),
-                               runner=ms.runner.LocalRunner(timeout_sec=600))
-        sch = ms.tir_integration.compile_tir(database, mod, target)
-    tuning_s = time.monotonic() - started
-    if sch is None:
+    target = tvm_common.host_target(args.threads)
+    lib, tuning_s = tvm_common.tune(tensors, target, args.trials, args.threads)
+    if lib is None:
         print(json.dumps({"kernel": args.kernel, "error": "no valid schedule found",
                           "trials": args.trials}))
         return 1
-    lib = tvm.compile(sch.mod, target=target)
-    dev = tvm.cpu()
     rng = np.random.default_rng(0)
     ins = [rng.uniform(-1, 1, [int(d) for d in t.shape]).astype("float32") for t in tensors[:-1]]
     out_shape = [int(d) for d in tensors[-1].shape]
-    args_dev = [tvm.runtime.tensor(a, dev) for a in ins] + \
-        [tvm.runtime.tensor(np.zeros(out_shape, "float32"), dev)]
+    args_dev = tvm_common.device_arrays(ins + [np.zeros(out_shape, "float32")])
     lib["main"](*args_dev)
     ok = bool(np.allclose(args_dev[-1].numpy(), reference(*ins), rtol=1e-3, atol=1e-3))
-    times, start = [], time.perf_counter()
-    while len(times) < 3 or time.perf_counter() - start < args.min_time:
-        t0 = time.perf_counter()
-        lib["main"](*args_dev)
-        times.append(time.perf_counter() - t0)
+    timing = tvm_common.time_call(lib["main"], args_dev, args.min_time)
     print(json.dumps({"kernel": args.kernel, "trials": args.trials, "tuning_s": tuning_s,
-                      "median_s": statistics.median(times), "min_s": min(times),
+                      "median_s": timing["median_s"], "min_s": timing["min_s"],
                       "verified": ok, "tvm": tvm.__version__, "target": str(target)}))
     return 0
 

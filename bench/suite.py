@@ -7,6 +7,7 @@ test).
                           [--seed 0] [--out suite.json] [--compile-timeout 300]
                           [--run-timeout 600] [--search-timeout 3600] [--polly-cc clang-14]
                           [--warm-compile-cache] [--verbose]
+                          [--tvm-python PATH | --no-tvm] [--tvm-trials N] [--tvm-timeout 3600]
 
 For every selected suite kernel (``dojo_core/suite``) in each of its dtypes (``--dtypes``
 filters them: f64 and f32 for the floating-point kernels, i32 or i8 for the integral ones),
@@ -40,17 +41,32 @@ at one dataset (default LARGE), and at each thread count (default 1 and all core
             inputs and timed like the others. The wall time of the search and its
             per-phase breakdown (``SearchResult.phases``: moves, replay, codegen, compile,
             reference, measure) are reported.
-  tvm       not run: bench/agents_tvm.py (the MetaSchedule route of bench/agents.py) has
-            tensor-expression twins of four library kernels only, none of the suite's;
-            the column says "not run" and the JSON says why.
+  tvm       TVM MetaSchedule at ``--tvm-trials`` measured trials (default ``--budget``: equal
+            trials with the agents), for the kernels with a tensor-expression twin in
+            bench/suite_tvm.py (f64 and f32; the others say "no TE twin"). It runs in
+            ``--tvm-python``'s environment (default ``.venv-tvm/bin/python`` of the checkout
+            when it exists; apache-tvm's pins clash with this project's), one subprocess per
+            row (kernel, dtype, thread count: the target's ``num-cores`` and TVM's thread
+            pool), after the row's other contenders, with ``--tvm-timeout``. The child tunes
+            (``bench/tvm_common.py``, the route of bench/agents_tvm.py), runs the tuned
+            function once on the row's inputs (the same arrays as the others, passed as an
+            npz) and times it in ``--rounds`` rounds of at least ``--min-time`` s (median of
+            the per-round medians; not interleaved with the other contenders). Its outputs
+            come back and are checked here against the suite's numpy reference
+            (``harness.compare``, the dtype's tolerance): outputs that differ make an error
+            cell. The cell records the tuning time (``tuning_s``) and the subprocess's wall
+            time (``wall_s``). Without a TVM environment (``--no-tvm``, no such interpreter,
+            or apache-tvm not importable by it) every cell says "not run" and the JSON says
+            why.
 
 Timing: ``--rounds`` rounds; in each round the contenders of a row run back to back (with
 a short pause after a threaded one, so that spinning OpenMP/OpenBLAS workers go to sleep),
 each for at least ``--min-time`` seconds and 3 repetitions after a warm-up; a contender's
 figure is the median over rounds of its per-round medians (``min_s``: its best repetition).
 Speedups are time ratios: ``X/base`` = baseline time / X's time, ``A/polly`` = Polly's time
-/ agent A's time, ``A/numpy`` = numpy's time / agent A's time (> 1: A is faster). The
-geometric mean of each column is taken per thread count over the rows where it exists.
+/ agent A's time, ``A/numpy`` = numpy's time / agent A's time, ``A/tvm`` = TVM's time /
+agent A's time (> 1: A is faster). The geometric mean of each column is taken per thread
+count over the rows where it exists (for the TVM columns: the rows TVM ran).
 
 Robustness: a kernel whose build, run or verification fails gets an error cell (the reason
 in the JSON and under the table) and the run goes on; every compilation has a timeout
@@ -61,21 +77,27 @@ The header and the footer print the machine's ISA (``detect_host_target().name``
 load average at the start and the end. ``--out`` (default suite.json) gets everything,
 rewritten after every row.
 
-This script owns the options, the header and the footer; one kernel's rows are
-``suite_kernel.py``, the numpy child ``suite_numpy.py`` (over ``peers.py``, shared with
-bench/libraries.py), the figures and the table ``suite_report.py``.
+This script owns the options, the header and the footer, and the TVM cells (``tvm_probe``,
+``tvm_cell``: the parent's side of the TVM child ``suite_tvm.py``); one kernel's other
+cells are ``suite_kernel.py``, the numpy child ``suite_numpy.py`` (over ``peers.py``, shared
+with bench/libraries.py), the figures and the table ``suite_report.py``.
 """
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import json
 import os
 import platform
 import shutil
+import signal
+import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -84,14 +106,108 @@ if str(ROOT) not in sys.path:
 from bench.common import cpu_model, load_text, short, usable_cores          # noqa: E402
 from bench.suite_kernel import POLLY_PARALLEL, bench_kernel, polly_flags, version_of  # noqa: E402
 from bench.suite_numpy import NumpyWorker, worker_main                      # noqa: E402
-from bench.suite_report import errors_of, geomeans, print_table, save       # noqa: E402
-from dojo_core import suite                                                 # noqa: E402
+from bench.suite_report import errors_of, geomeans, print_table, save, speedups  # noqa: E402
+from dojo_core import harness, suite                                        # noqa: E402
 from dojo_core.agents import AGENTS                                         # noqa: E402
 from dojo_core.codegen import detect_host_target                            # noqa: E402
 from dojo_core.compile import find_compiler                                 # noqa: E402
 
-TVM_REASON = ("bench/agents_tvm.py has TVM tensor-expression twins of four library kernels "
-              "(matmul, softmax, layernorm, conv2d) only, none of the suite's")
+TVM_SCRIPT = ROOT / "bench" / "suite_tvm.py"
+TVM_VENV_PYTHON = ROOT / ".venv-tvm" / "bin" / "python"
+NO_TWIN = "no TE twin"
+
+
+def tvm_probe(python, timeout: float = 300) -> dict:
+    """What the TVM peer can do with interpreter ``python``: ``{"run": True, "python",
+    "version", "twins", "dtypes"}`` when it imports apache-tvm, else ``{"run": False,
+    "reason"}`` (no interpreter given or found, or tvm not importable by it)."""
+    if not python:
+        return {"run": False, "reason": "switched off (--no-tvm)"}
+    if shutil.which(python) is None:
+        return {"run": False,
+                "reason": f"no TVM environment: {python} does not exist (make one with "
+                          f"apache-tvm, see bench/suite_tvm.py; or pass --tvm-python)"}
+    try:
+        proc = subprocess.run([python, str(TVM_SCRIPT), "--list"], capture_output=True,
+                              text=True, timeout=timeout)
+        found = json.loads(proc.stdout.strip().splitlines()[-1])
+    except Exception as exc:                                          # noqa: BLE001
+        return {"run": False, "python": python,
+                "reason": f"{python} {TVM_SCRIPT.name} --list failed: {short(exc)}"}
+    if not found.get("tvm"):
+        return {"run": False, "python": python,
+                "reason": f"apache-tvm is not importable by {python} ({found.get('error')})"}
+    return {"run": True, "python": python, "version": found["tvm"], "twins": found["twins"],
+            "dtypes": found["dtypes"]}
+
+
+def last_json(text: str):
+    """The last line of ``text`` that is a JSON object, or None (TVM logs to stdout too)."""
+    for line in reversed(text.splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    return None
+
+
+def tvm_cell(name, dtype, threads, args, tvm) -> dict:
+    """The TVM cell of one row (never raises): the child's tuned time on the suite's inputs,
+    its outputs checked here against the suite's numpy reference, or an ``error``."""
+    cell = {"trials": args.tvm_trials, "python": tvm["python"], "tvm": tvm["version"]}
+    started = time.monotonic()
+    try:
+        program = suite.load(name, dtype, args.dataset)
+        inputs = suite.random_inputs(name, program, 0)
+        sizes = dict(program.size_values)
+        with tempfile.TemporaryDirectory(prefix="dojo-suite-tvm-") as work:
+            in_path, out_path = Path(work) / "inputs.npz", Path(work) / "outputs.npz"
+            np.savez(in_path, **inputs)
+            cmd = [tvm["python"], str(TVM_SCRIPT), "--kernel", name, "--dtype", dtype,
+                   "--sizes", json.dumps(sizes), "--trials", str(args.tvm_trials),
+                   "--threads", str(threads), "--rounds", str(args.rounds),
+                   "--min-time", str(args.min_time), "--seed", str(args.seed),
+                   "--inputs", str(in_path), "--outputs", str(out_path)]
+            # a session of its own: on a timeout, MetaSchedule's builder and runner workers
+            # (the child's children) go with it
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, cwd=work, start_new_session=True)
+            try:
+                stdout, stderr = proc.communicate(timeout=args.tvm_timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+                return dict(cell, wall_s=time.monotonic() - started,
+                            error=f"tvm: no result within --tvm-timeout {args.tvm_timeout:g} s")
+            cell["wall_s"] = time.monotonic() - started
+            result = last_json(stdout)
+            if result is None:
+                tail = (stderr or stdout).strip().splitlines()[-1:] or ["no output"]
+                return dict(cell, error=f"tvm: exit {proc.returncode}: {short(tail[0])}")
+            for key in ("tuning_s", "median_s", "min_s", "rounds", "target", "error"):
+                if key in result:
+                    cell[key] = result[key]
+            cell["child_check"] = {"verified": result.get("verified"),
+                                   "max_error": result.get("max_error")}
+            if result.get("error"):
+                cell.pop("median_s", None)
+                cell["error"] = f"tvm: {result['error']}"
+                return cell
+            with np.load(out_path) as z:
+                got = {k: np.asarray(z[k]) for k in z.files}
+        errors = harness.compare(got, suite.reference(name, inputs, program), program)
+        worst = max(errors.values(), default=0.0)
+        cell.update(verified=all(e <= 1.0 for e in errors.values()), max_error=worst,
+                    verified_against="numpy reference")
+        if not cell["verified"]:
+            cell.pop("median_s", None)
+            cell["error"] = (f"tvm: outputs differ from the suite's numpy reference (worst "
+                             f"{worst:.3g} x the tolerance)")
+    except Exception as exc:                                          # noqa: BLE001
+        cell.setdefault("wall_s", time.monotonic() - started)
+        cell["error"] = f"tvm: {short(exc)}"
+    return cell
 
 
 def parse_args(argv):
@@ -122,6 +238,15 @@ def parse_args(argv):
                     help="let the searches use the usual compile cache (default: each search "
                          "starts with an empty one, so that its wall time includes its "
                          "compilations)")
+    ap.add_argument("--tvm-python", default=str(TVM_VENV_PYTHON) if TVM_VENV_PYTHON.exists()
+                    else None,
+                    help="interpreter of an environment with apache-tvm for the TVM peer "
+                         "(default: .venv-tvm/bin/python of the checkout when it exists)")
+    ap.add_argument("--no-tvm", action="store_true", help="do not run the TVM peer")
+    ap.add_argument("--tvm-trials", type=int, default=None,
+                    help="MetaSchedule's measured trials per row (default: --budget)")
+    ap.add_argument("--tvm-timeout", type=float, default=3600,
+                    help="seconds for one TVM subprocess: tuning, check and timing (3600)")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     return ap, ap.parse_args(argv)
@@ -164,8 +289,14 @@ def main(argv=None) -> int:
     polly_cc = shutil.which(args.polly_cc)
     polly_missing = (None if polly_cc else
                      f"{args.polly_cc} is not installed (apt-get install clang-14 libomp-14-dev)")
-    tvm_reason = TVM_REASON + ("" if importlib.util.find_spec("tvm") else
-                               "; apache-tvm is not importable here either")
+    if args.tvm_trials is None:
+        args.tvm_trials = args.budget
+    tvm = tvm_probe(None if args.no_tvm else args.tvm_python)
+    if not args.no_tvm and not args.tvm_python:
+        tvm["reason"] = (f"no TVM environment: {TVM_VENV_PYTHON.relative_to(ROOT)} does not "
+                         f"exist (make one with apache-tvm, see bench/suite_tvm.py; or pass "
+                         f"--tvm-python)")
+    tvm_reason = None if tvm["run"] else tvm["reason"]
     try:
         base_cc = version_of(find_compiler())
     except Exception as exc:                                          # noqa: BLE001
@@ -178,7 +309,13 @@ def main(argv=None) -> int:
     print("# polly: " + (f"{version_of(polly_cc)} {' '.join(polly_flags(1))}"
                           f" [+ {' '.join(POLLY_PARALLEL)} at > 1 thread]" if polly_cc
                           else f"not run: {polly_missing}"))
-    print(f"# tvm: not run ({tvm_reason})")
+    if tvm["run"]:
+        trials = (f"{args.tvm_trials} trials" if args.tvm_trials > 0 else
+                  "0 trials (the default schedule, untuned)")
+        print(f"# tvm: apache-tvm {tvm['version']} MetaSchedule at {trials} per row via "
+              f"{tvm['python']}; TE twins: {', '.join(tvm['twins'])}")
+    else:
+        print(f"# tvm: not run ({tvm_reason})")
     print(f"# load average at start: {load_text(load_start)}", flush=True)
 
     workers = {t: NumpyWorker(t) for t in threads_list}
@@ -201,7 +338,8 @@ def main(argv=None) -> int:
         "polly": {"cc": polly_cc, "version": version_of(polly_cc) if polly_cc else None,
                   "flags": {"1": list(polly_flags(1)), "n": list(polly_flags(2))},
                   "skipped": polly_missing},
-        "tvm": {"run": False, "reason": tvm_reason},
+        "tvm": dict(tvm, trials=args.tvm_trials) if tvm["run"] else
+               {"run": False, "reason": tvm_reason},
         "options": {k: v for k, v in vars(args).items() if k != "worker"},
         "threads": threads_list, "agents": agents,
         "load_average": {"start": list(load_start), "end": None},
@@ -210,6 +348,10 @@ def main(argv=None) -> int:
     rows = doc["rows"]
     try:
         for name, dtype in pairs:
+            twin = tvm["run"] and name in tvm["twins"] and dtype in tvm["dtypes"]
+            if tvm["run"] and not twin:
+                ctx["tvm_reason"] = (f"{NO_TWIN} for {name}" if name not in tvm["twins"]
+                                     else f"{NO_TWIN} for {name} in {dtype}")
             try:
                 new = bench_kernel(name, dtype, threads_list, args, ctx)
             except Exception as exc:                                  # noqa: BLE001
@@ -217,6 +359,20 @@ def main(argv=None) -> int:
                         "error": f"unexpected: {short(exc)}"} for t in threads_list]
                 if args.verbose:
                     traceback.print_exc()
+            for row in new:
+                if not tvm["run"]:
+                    continue
+                if not twin:
+                    row["tvm"] = {"cell": NO_TWIN, "reason": ctx["tvm_reason"]}
+                    continue
+                row["tvm"] = tvm_cell(name, dtype, row["threads"], args, tvm)
+                if row.get("agents") is not None and "speedups" in row:
+                    row["speedups"] = speedups(row, agents)
+                cell = row["tvm"]
+                print(f"  {name} {dtype} thr={row['threads']}: tvm tuned in "
+                      f"{cell.get('tuning_s', 0):.1f} s ({cell.get('wall_s', 0):.1f} s in all)"
+                      + (f" ({cell['error']})" if cell.get("error") else ""),
+                      file=sys.stderr, flush=True)
             rows.extend(new)
             doc["geomeans"] = geomeans(rows, agents, threads_list)
             save(args.out, doc)
@@ -235,11 +391,23 @@ def main(argv=None) -> int:
     print()
     print("times: median over rounds (ms); X/base = baseline time / X time; A/polly, A/numpy: "
           "Polly's, numpy's time / agent A's time; *_wall: the agent's search (s); "
-          "geomean rows: geometric means over the rows of that thread count (walls: sums)")
+          "A/tvm: TVM's time / agent A's time; tvm_wall_s: TVM's subprocess (tuning, check, "
+          "timing; s); "
+          "geomean rows: geometric means over the rows of that thread count where the column "
+          "exists (walls: sums)")
     print(f"polly rows checked against the baseline's outputs: "
           f"{sum(1 for r in rows if (r.get('polly') or {}).get('verified'))} of "
           f"{sum(1 for r in rows if r.get('polly'))} verified")
-    print(f"tvm: not run ({tvm_reason})")
+    if tvm["run"]:
+        tvm_rows = [r for r in rows if isinstance(r.get("tvm"), dict) and "trials" in r["tvm"]]
+        tuning_s = sum(r["tvm"].get("tuning_s") or 0 for r in tvm_rows)
+        wall_s = sum(r["tvm"].get("wall_s") or 0 for r in tvm_rows)
+        print(f"tvm: MetaSchedule at {args.tvm_trials} trials; rows checked against the suite's "
+              f"numpy reference: {sum(1 for r in tvm_rows if r['tvm'].get('verified'))} of "
+              f"{len(tvm_rows)} verified; tuning {tuning_s:.0f} s, subprocesses {wall_s:.0f} s "
+              f"in all; kernels without a TE twin say '{NO_TWIN}'")
+    else:
+        print(f"tvm: not run ({tvm_reason})")
     if polly_missing:
         print(f"polly: not run ({polly_missing})")
     for row in rows:

@@ -6,7 +6,10 @@ table (``table_columns``, ``print_table``), the errors of a row (``errors_of``) 
 the JSON (``save``, atomic: a reader never sees half a file).
 
 Guarantees: pure functions of the rows (a cell is a dict with ``median_s`` or ``error``, or
-missing); a ratio or a mean over no value is None, printed "-".
+missing, or ``cell``: the text printed instead of a time, e.g. "not run"); a ratio or a mean
+over no value is None, printed "-". The TVM peer's ratios (``tvm_columns``: ``tvm/base``,
+``A/tvm``) are means over the rows where TVM ran; ``tvm_wall_s`` and ``tvm_tuning_s`` of a
+thread count are sums (its subprocesses' wall time, MetaSchedule's tuning time).
 """
 from __future__ import annotations
 
@@ -40,21 +43,28 @@ def fx(v, width=8) -> str:
     return fixed(v, width, 2)
 
 
+def tvm_columns(agents) -> list:
+    """The speedups involving the TVM peer: ``tvm/base`` and ``A/tvm`` per agent."""
+    return ["tvm/base"] + [f"{a}/tvm" for a in agents]
+
+
 def speedup_columns(agents) -> list:
     cols = ["polly/base", "numpy/base"]
     for a in agents:
         cols += [f"{a}/base", f"{a}/polly", f"{a}/numpy"]
-    return cols
+    return cols + tvm_columns(agents)
 
 
 def speedups(row, agents) -> dict:
-    base, polly, npy = (time_of(row.get(k)) for k in ("baseline", "polly", "numpy"))
-    out = {"polly/base": ratio(base, polly), "numpy/base": ratio(base, npy)}
+    base, polly, npy, tvm = (time_of(row.get(k)) for k in ("baseline", "polly", "numpy", "tvm"))
+    out = {"polly/base": ratio(base, polly), "numpy/base": ratio(base, npy),
+           "tvm/base": ratio(base, tvm)}
     for a in agents:
         t = time_of(row["agents"].get(a))
         out[f"{a}/base"] = ratio(base, t)
         out[f"{a}/polly"] = ratio(polly, t)
         out[f"{a}/numpy"] = ratio(npy, t)
+        out[f"{a}/tvm"] = ratio(tvm, t)
     return out
 
 
@@ -70,17 +80,22 @@ def table_columns(agents) -> list:
             return ms(r.get(key) if key in ("baseline", "polly", "numpy")
                       else (r.get("agents") or {}).get(key), w)
         cols.append((title, max(9, len(title)), cell, None))
-    for c in speedup_columns(agents):
+    def ratio_col(c):
         w = max(8, len(c))
-        cols.append((c, w, lambda r, c=c, w=w: fx((r.get("speedups") or {}).get(c), w),
-                     lambda g, t, c=c, w=w: fx(g[c]["value"], w)))
+        return (c, w, lambda r, c=c, w=w: fx((r.get("speedups") or {}).get(c), w),
+                lambda g, t, c=c, w=w: fx(g[c]["value"], w))
+    tvm_cols = tvm_columns(agents)
+    cols += [ratio_col(c) for c in speedup_columns(agents) if c not in tvm_cols]
     for a in agents:
         title = f"{a}_wall_s"
         w = max(9, len(title))
         cols.append((title, w,
                      lambda r, a=a, w=w: fx((r.get("agents") or {}).get(a, {}).get("wall_s"), w),
                      lambda g, t, a=a, w=w: fx(g["agents_wall_s"][a], w)))
-    cols.append(("tvm", 7, lambda r: f"{'not run':>7s}", None))
+    cols.append(("tvm_ms", 10, lambda r: ms(r.get("tvm"), 10), None))
+    cols += [ratio_col(c) for c in tvm_cols]
+    cols.append(("tvm_wall_s", 10, lambda r: fx((r.get("tvm") or {}).get("wall_s"), 10),
+                 lambda g, t: fx(g["tvm_wall_s"], 10)))
     return cols
 
 
@@ -106,6 +121,9 @@ def geomeans(rows, agents, threads_list) -> dict:
         out[str(t)]["agents_wall_s"] = {
             a: sum(r["agents"].get(a, {}).get("wall_s") or 0.0 for r in mine
                    if r.get("agents")) for a in agents}
+        out[str(t)]["tvm_wall_s"] = sum((r.get("tvm") or {}).get("wall_s") or 0.0 for r in mine)
+        out[str(t)]["tvm_tuning_s"] = sum((r.get("tvm") or {}).get("tuning_s") or 0.0
+                                          for r in mine)
     return out
 
 
@@ -113,7 +131,7 @@ def errors_of(row) -> list:
     found = []
     if row.get("error"):
         found.append(row["error"])
-    for key in ("baseline", "polly", "numpy"):
+    for key in ("baseline", "polly", "numpy", "tvm"):
         cell = row.get(key)
         if isinstance(cell, dict) and cell.get("error") and cell["error"] not in found:
             found.append(f"{key}: {cell['error']}" if not cell["error"].startswith(key)
