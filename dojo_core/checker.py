@@ -142,8 +142,34 @@ class _Structure:
                     self.errors.append(_err(stmt, f"iterator name '{stmt.iterator}' is reserved: "
                                                   "s<digits> names statements in step texts"))
                 self._body(stmt.body, arrays, iterators + (stmt.iterator,))
+            elif isinstance(stmt, ir.Prefetch):
+                self._prefetch(stmt, arrays, iterators)
             else:
                 self._assign(stmt, arrays, iterators)
+
+    def _prefetch(self, stmt, arrays, iterators):
+        """A prefetch names an array of the kernel (not a local, not a scalar), one range per
+        dimension, each bound affine in the iterators and sizes in scope (min/max allowed, as
+        in loop bounds). Its box may reach outside the array: it is a hint, clamped there."""
+        decl = arrays.get(stmt.array)
+        if decl is None:
+            self.errors.append(_err(stmt, f"unknown array '{stmt.array}'"))
+            return
+        if isinstance(decl, ir.Local):
+            self.errors.append(_err(stmt, f"prefetch takes an array of the kernel; "
+                                          f"'{stmt.array}' is a local"))
+            return
+        if not decl.dims:
+            self.errors.append(_err(stmt, f"'{stmt.array}' is a scalar: nothing to prefetch"))
+            return
+        if len(stmt.ranges) != len(decl.dims):
+            n, r = len(stmt.ranges), len(decl.dims)
+            self.errors.append(_err(stmt, f"'{stmt.array}' has rank {r} but the prefetch gives "
+                                          f"{n} range{'' if n == 1 else 's'}"))
+            return
+        for bound in stmt.bounds:           # one error per prefetch is enough
+            if not self._affine(bound, iterators, stmt, allow_minmax=True):
+                return
 
     def _affine(self, expr, iterators, stmt, allow_minmax=False) -> bool:
         for node in ir.walk_expr(expr):

@@ -8,10 +8,11 @@ Guarantees:
   * The tokens cover the input exactly: ``"".join(v for _, v in lexer.get_tokens(t)) == t``
     for any text ``t`` without carriage returns (the lexer keeps leading and trailing newlines; ``ensurenl`` is off).
     No input makes it raise; unknown characters become ``Error`` tokens.
-  * Token types: ``Keyword`` (kernel, for, in, local), ``Keyword.Declaration`` (the array
-    kinds in/out/inout/temp at the start of a header line), ``Keyword.Type`` (dtypes),
-    ``Name.Function`` (the kernel's name), ``Name.Variable`` (a loop's iterator after
-    ``for``, a declared array or local name), ``Name.Constant`` (sizes in the header),
+  * Token types: ``Keyword`` (kernel, for, in, local, prefetch), ``Keyword.Declaration``
+    (the array kinds in/out/inout/temp at the start of a header line), ``Keyword.Type``
+    (dtypes), ``Name.Function`` (the kernel's name), ``Name.Variable`` (a loop's iterator
+    after ``for``, a declared array or local name, a prefetched array), ``Name.Constant``
+    (sizes in the header),
     ``Name.Decorator`` (loop annotations: parallel, vector, unroll, gpu.block.x, ...),
     ``Name.Builtin`` (exp, log, ..., select), ``Keyword.Pseudo`` (memory spaces after ``in``),
     ``Number.Integer`` / ``Number.Float`` (and ``inf``), ``Operator`` (``..``, ``+=``,
@@ -60,6 +61,9 @@ class DojoLexer(RegexLexer):
              "type"),
             (r"(local)([^\S\n]+)(" + NAME + r")([^\S\n]*)(:)",
              bygroups(Keyword, Whitespace, Name.Variable, Whitespace, Punctuation), "type"),
+            # `prefetch C[6*i20 + 6..6*i20 + 12, 16*j20..16*j20 + 16]`
+            (r"(prefetch)([^\S\n]+)(" + NAME + r")\b",
+             bygroups(Keyword, Whitespace, Name.Variable)),
             (r"(for)([^\S\n]+)(" + NAME + r")([^\S\n]+)(in)\b",
              bygroups(Keyword, Whitespace, Name.Variable, Whitespace, Keyword), "loop"),
             include("expr"),       # statements

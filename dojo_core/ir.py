@@ -16,6 +16,8 @@ Statements
     Assign(target, op, value) op in ASSIGN_OPS ('=', '+=', '*=', 'max=', 'min=')
     Loop(iterator, lo, hi, annotations, body)   half-open range lo..hi
     Local(name, dtype, dims, space)             a buffer living in its enclosing block
+    Prefetch(array, ranges)   a box of an array the code is about to touch: one half-open
+                              (lo, hi) range per dimension; a cache hint that computes nothing
 
 Program(name, sizes, arrays, body, doc)
 """
@@ -146,7 +148,22 @@ class Local:
     loc: Optional[Loc] = _loc()
 
 
-Stmt = Union[Assign, Loop, Local]
+@dataclass(frozen=True)
+class Prefetch:
+    """``prefetch X[lo..hi, ...]``: the box of array X (one half-open affine range per
+    dimension) that the code is about to touch. It computes nothing (the interpreter skips
+    it, dependence analysis sees no access); the C generators turn it into cache hints."""
+    array: str
+    ranges: tuple = ()   # ((lo, hi), ...), one pair of Exprs per dimension
+    loc: Optional[Loc] = _loc()
+
+    @property
+    def bounds(self) -> tuple:
+        """Every bound expression, lo and hi of each dimension in order."""
+        return tuple(e for pair in self.ranges for e in pair)
+
+
+Stmt = Union[Assign, Loop, Local, Prefetch]
 
 
 # --------------------------------------------------------------------------- program
@@ -214,11 +231,14 @@ def var_names(expr) -> set:
 
 def stmt_exprs(stmt, local_dims: bool = False) -> tuple:
     """The expressions a statement holds itself (not those of its body): a loop's bounds,
-    an assignment's target and value, and with ``local_dims`` a local's dimensions."""
+    an assignment's target and value, a prefetch's bounds, and with ``local_dims`` a
+    local's dimensions."""
     if isinstance(stmt, Loop):
         return (stmt.lo, stmt.hi)
     if isinstance(stmt, Assign):
         return (stmt.target, stmt.value)
+    if isinstance(stmt, Prefetch):
+        return stmt.bounds
     if local_dims and isinstance(stmt, Local):
         return tuple(stmt.dims)
     return ()
@@ -257,6 +277,36 @@ def loops(program_or_body) -> list:
 def assignments(program_or_body) -> list:
     body = program_or_body.body if isinstance(program_or_body, Program) else program_or_body
     return [s for s in walk_stmts(body) if isinstance(s, Assign)]
+
+
+def numbered(program_or_body) -> list:
+    """The statements that are named ``sN`` (N from 0 in this order): assignments and
+    prefetches, in textual order."""
+    body = program_or_body.body if isinstance(program_or_body, Program) else program_or_body
+    return [s for s in walk_stmts(body) if isinstance(s, (Assign, Prefetch))]
+
+
+def prefetches(program_or_body) -> list:
+    body = program_or_body.body if isinstance(program_or_body, Program) else program_or_body
+    return [s for s in walk_stmts(body) if isinstance(s, Prefetch)]
+
+
+def without_prefetches(program: Program) -> Program:
+    """The same program with every prefetch removed (what it computes is unchanged: a
+    prefetch computes nothing); the program itself when it holds none."""
+    def strip(body):
+        out = []
+        for s in body:
+            if isinstance(s, Prefetch):
+                continue
+            if isinstance(s, Loop):
+                s = Loop(s.iterator, s.lo, s.hi, s.annotations, strip(s.body), s.loc)
+            out.append(s)
+        return tuple(out)
+    if not prefetches(program):
+        return program
+    return Program(program.name, program.sizes, program.arrays, strip(program.body),
+                   program.doc, program.loc)
 
 
 def reads(stmt: Assign) -> list:

@@ -27,10 +27,12 @@ header: "kernel" NAME "(" [size ("," size)*] ")" _NL
 size: NAME "=" INT
 decl: KIND NAME ":" type _NL
 type: NAME ["[" expr ("," expr)* "]"]
-?stmt: loop | local | assign
+?stmt: loop | local | prefetch | assign
 loop: "for" NAME "in" expr RANGE expr annotation* ":" _NL _INDENT stmt+ _DEDENT
 annotation: NAME ("." NAME)*
 local: "local" NAME ":" type ["in" NAME] _NL
+prefetch: "prefetch" NAME "[" prange ("," prange)* "]" _NL
+prange: expr [RANGE expr]
 assign: target ASSIGN_OP expr _NL
 target: NAME ["[" expr ("," expr)* "]"]
 ?expr: sum | sum CMP_OP sum -> compare
@@ -59,7 +61,7 @@ _NL: (/\r?\n[\t ]*/ | COMMENT)+
 %declare _INDENT _DEDENT
 """
 
-KEYWORDS = {"kernel", "for", "in", "local", "out", "inout", "temp", "inf"}
+KEYWORDS = {"kernel", "for", "in", "local", "prefetch", "out", "inout", "temp", "inf"}
 
 
 class _Indenter(Indenter):
@@ -186,6 +188,14 @@ class _Build(Transformer):
                             f"{', '.join(ir.MEMORY_SPACES)})", space.line, space.column)
         return ir.Local(_name(name), dtype, dims, None if space is None else str(space), _loc(meta))
 
+    def prefetch(self, meta, children):
+        name, *ranges = children
+        return ir.Prefetch(str(name), tuple(ranges), _loc(meta))
+
+    def prange(self, meta, children):
+        lo, _range, hi = children
+        return (lo, ir.BinOp("+", lo, ir.Const(1)) if hi is None else hi)
+
     def assign(self, meta, children):
         target, op, value = children
         return ir.Assign(target, str(op), value, _loc(meta))
@@ -261,6 +271,10 @@ def _resolve(program: ir.Program) -> ir.Program:
                 out.append(ir.Loop(stmt.iterator, fix_expr(stmt.lo, scalars),
                                    fix_expr(stmt.hi, scalars), stmt.annotations,
                                    fix_body(stmt.body, scalars), stmt.loc))
+            elif isinstance(stmt, ir.Prefetch):
+                out.append(ir.Prefetch(stmt.array, tuple(
+                    (fix_expr(lo, scalars), fix_expr(hi, scalars)) for lo, hi in stmt.ranges),
+                    stmt.loc))
             else:
                 tgt = stmt.target
                 tgt = ir.Access(tgt.array, tuple(fix_expr(i, scalars) for i in tgt.indices), tgt.loc)

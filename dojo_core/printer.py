@@ -2,9 +2,9 @@
 names are valid identifiers, and print_program(parse(t)) is a fixed point.
 
 It also owns the names that actions use for the lines it prints (``line_refs``): a loop is
-named by its iterator, a local by its name, and an assignment by ``sN``, N counting the
-assignments of the program in textual order from 0 (``statement_ref``, the one definition
-of that rule)."""
+named by its iterator, a local by its name, and an assignment or a prefetch by ``sN``, N
+counting the assignments and prefetches of the program in textual order from 0
+(``statement_ref``, the one definition of that rule)."""
 from __future__ import annotations
 
 import math
@@ -83,6 +83,14 @@ def print_expr(expr) -> str:
     raise TypeError(f"not an expression: {expr!r}")
 
 
+def print_range(lo, hi) -> str:
+    """One dimension of a prefetch box: ``lo..hi``, or ``e`` when hi is ``e + 1`` (the
+    parser reads ``e`` back as that same pair)."""
+    if hi == ir.BinOp("+", lo, ir.Const(1)):
+        return print_expr(lo)
+    return f"{print_expr(lo)}..{print_expr(hi)}"
+
+
 def _type(dtype: str, dims: tuple) -> str:
     if not dims:
         return dtype
@@ -97,6 +105,9 @@ def print_stmt(stmt, depth: int = 0) -> list:
     if isinstance(stmt, ir.Local):
         space = f" in {stmt.space}" if stmt.space else ""
         return [f"{pad}local {stmt.name}: {_type(stmt.dtype, stmt.dims)}{space}"]
+    if isinstance(stmt, ir.Prefetch):
+        box = ", ".join(print_range(lo, hi) for lo, hi in stmt.ranges)
+        return [f"{pad}prefetch {stmt.array}[{box}]"]
     if isinstance(stmt, ir.Loop):
         annots = "".join(f" {a}" for a in stmt.annotations)
         lines = [f"{pad}for {stmt.iterator} in {print_expr(stmt.lo)}..{print_expr(stmt.hi)}{annots}:"]
@@ -132,7 +143,7 @@ STATEMENT_REF = re.compile(r"s(\d+)")
 
 
 def statement_ref(n: int) -> str:
-    """The name of the n-th assignment (from 0, textual order): ``sN``."""
+    """The name of the n-th assignment or prefetch (from 0, textual order): ``sN``."""
     return f"s{n}"
 
 
@@ -145,7 +156,7 @@ def statement_number(ref: str):
 class StatementLine(NamedTuple):
     """A statement of a program and where print_program(program) puts it."""
     line: int               # 1-based line of the statement (a loop's header)
-    stmt: object            # the ir.Loop, ir.Assign or ir.Local
+    stmt: object            # the ir.Loop, ir.Assign, ir.Prefetch or ir.Local
     ref: str                # its name: the iterator, the local's name, or sN
     parents: tuple          # the enclosing loops, outermost first
 
@@ -165,7 +176,7 @@ def statement_lines(program: ir.Program) -> list:
             if isinstance(stmt, ir.Loop):
                 out.append(StatementLine(line, stmt, stmt.iterator, parents))
                 walk(stmt.body, parents + (stmt,))
-            elif isinstance(stmt, ir.Assign):
+            elif isinstance(stmt, (ir.Assign, ir.Prefetch)):
                 out.append(StatementLine(line, stmt, statement_ref(n), parents))
                 n += 1
             elif isinstance(stmt, ir.Local):
@@ -176,5 +187,5 @@ def statement_lines(program: ir.Program) -> list:
 
 def line_refs(program: ir.Program) -> dict:
     """{line of print_program(program): name} for every loop header (its iterator), local
-    (its name) and assignment (``sN``): the names that actions use."""
+    (its name), assignment and prefetch (``sN``): the names that actions use."""
     return {s.line: s.ref for s in statement_lines(program)}

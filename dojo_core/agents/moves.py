@@ -126,7 +126,7 @@ def distribute_steps(program) -> list:
     the contraction can become a perfect nest of its own."""
     b = Builder(program)
     for _ in range(16):
-        names = {id(s): statement_ref(i) for i, s in enumerate(ir.assignments(b.program))}
+        names = {id(s): statement_ref(i) for i, s in enumerate(ir.numbered(b.program))}
         done = True
         for loop in ir.loops(b.program):
             body = loop.body

@@ -2,9 +2,10 @@
 for each perfect reduction nest ``... a b ... r ...`` with a reduction ``T[...] op= ...``,
 split ``a``, ``b`` (``T``'s last index) and ``r``, bubble the loops into
 ``<other loops> a0 b0 r0 r1 <other reductions> a1 b1`` (or "b-outer"), keep ``T``'s tile in
-registers, partition the partial last tiles, unroll ``a1``, vectorize ``b1``, optionally
-stage a packed panel; sizes from the target and the dtype (``tiling.py``). One structure is
-built (and checked) per pattern of tails, then resized. ``tile all`` composes the first
+registers, partition the partial last tiles, unroll ``a1``, vectorize ``b1``, prefetch the
+next tile of ``T`` where the tile is loaded from it, optionally stage a packed panel; sizes
+from the target and the dtype (``tiling.py``). One structure is built (and checked) per
+pattern of tails, then resized. ``tile all`` composes the first
 ranked tiles of every nest in one move (a chain of GEMMs, PolyBench 2mm/3mm).
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..codegen.c_expr import ITEMSIZE
 from ..codegen.targets import get_target
 from ..transforms import apply_step
 from ..transforms.base import NotApplicable
+from ..transforms.prefetch import PREFETCH
 from ..transforms.split import split_names
 from ..transforms.util import declared_names, fresh
 from .dots import dot_tile_moves
@@ -241,6 +243,40 @@ def _build_tile(b: Builder, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage
     if ai is not None:
         b.maybe(f"unroll {a1}")
     b.step(f"vectorize {b1}")
+    prefetch_next_tile(b, acc, target)
+
+
+def prefetch_next_tile(b: Builder, acc: str, out: str) -> None:
+    """``prefetch OUT at L`` when the register buffer ``acc`` is loaded from ``out`` (its tile
+    of the output is read before the tile's reduction): L is the innermost loop around the
+    buffer's declaration at which the transformation offers ``out`` (its next iteration
+    touches another tile of ``out``, not the same one nor a continuation of it in memory: the
+    rows of the next tile lie a row stride away, which the hardware prefetchers miss).
+    Derived from the program alone; nothing is added where no such loop exists."""
+    program = b.program
+    holder, around = None, []
+
+    def find(body, loops):
+        nonlocal holder, around
+        for s in body:
+            if isinstance(s, ir.Loop):
+                if any(isinstance(x, ir.Local) and x.name == acc for x in s.body):
+                    holder, around = s, loops + [s]
+                    return True
+                if find(s.body, loops + [s]):
+                    return True
+        return False
+    if not find(program.body, []):
+        return
+    loads = any(isinstance(s, ir.Assign) and s.target.array == acc and
+                any(isinstance(e, ir.Access) and e.array == out for e in ir.walk_expr(s.value))
+                for s in ir.walk_stmts(holder.body))
+    if not loads:
+        return
+    for loop in reversed(around):
+        if PREFETCH.offered(program, out, loop.iterator):
+            b.maybe(f"prefetch {out} at {loop.iterator}")
+            return
 
 
 def _tile_chain(base, pre, firsts, parallel) -> list:

@@ -26,6 +26,7 @@ explicit SIMD with GCC vector types (``c_vector``), or ``#pragma omp simd`` (wit
 the loop's accesses are not unit-stride or invariant (streaming stores, past the cache,
 into outputs the kernel only writes: a parallel loop holding them becomes ``omp parallel``
 + ``omp for nowait``, each thread fencing its stores, and the kernel fences at its end);
+``prefetch`` -> ``__builtin_prefetch`` of each cache line of its box (``c_prefetch``);
 ``gpu.*`` annotations are ignored
 (the loops run sequentially). Value semantics are the interpreter's (``c_expr``).
 
@@ -42,6 +43,7 @@ from ..errors import Unlocated
 from ..poly import const_value
 from . import c_vector, parallel
 from .c_math import streamable_arrays
+from .c_prefetch import prefetch_lines
 from .origins import Origins
 from .c_expr import (CTYPES, ITEMSIZE, MUL, Buffer, ExprGen, Helpers, c_names, context_type,
                      paren, promote)
@@ -171,6 +173,9 @@ class CGenerator:
                         self.emit(depth, line)
                 elif isinstance(stmt, ir.Loop):
                     self.loop(stmt, depth)
+                elif isinstance(stmt, ir.Prefetch):
+                    for line in prefetch_lines(self, stmt, body):
+                        self.emit(depth, line)
                 else:
                     raise CodegenError(f"unknown statement {stmt!r}")
         for cname in reversed(heap):

@@ -77,6 +77,7 @@ from ..transforms.util import extent, max_extent
 from .cuda_analysis import (AXES, GridLoop, Kernel, NLocal, NLoop, NSingle, NThread,
                             RegionAnalysis, accesses, contains_gpu, gpu_annotation, loop_axis,
                             vars_in, walk_nodes)
+from .c_prefetch import cuda_comment
 from .cuda_expr import (CTYPES, INT32_MAX, ITEMSIZE, Buffer, CudaCodegenError, ExprGen,
                         Helpers, cuda_names)
 
@@ -623,8 +624,15 @@ class CudaGenerator:
 
 
 def generate_cuda(program: ir.Program) -> str:
-    """The CUDA translation unit of a (checked) program; CudaCodegenError when it has none."""
-    return CudaGenerator(program).generate()
+    """The CUDA translation unit of a (checked) program; CudaCodegenError when it has none.
+    A prefetch (a CPU cache hint) has no GPU code: it is left out of the grid analysis and
+    the kernels, and named in one comment line each after the banner (``c_prefetch``)."""
+    hints = ir.prefetches(program)
+    text = CudaGenerator(ir.without_prefetches(program)).generate()
+    if not hints:
+        return text
+    banner, rest = text.split("\n", 1)
+    return "\n".join([banner] + [cuda_comment(h) for h in hints] + [rest])
 
 
 __all__ = ["generate_cuda", "CudaCodegenError", "CudaGenerator"]

@@ -68,6 +68,10 @@ def _used_names(loop: ir.Loop) -> tuple:
             note(stmt.target)
             note(stmt.value)
             written.add(stmt.target.array)
+        elif isinstance(stmt, ir.Prefetch):
+            note(ir.Access(stmt.array))
+            for bound in stmt.bounds:
+                note(bound)
     return used, declared, written
 
 

@@ -101,6 +101,13 @@ class Target:
     # that run here; the C generator streams stores (non-temporal) past a kernel whose
     # arrays do not fit in it
     cache_bytes: int = 0
+    # bytes of a data cache line: the step between the addresses a ``prefetch`` hints
+    # (``c_prefetch``). 64 on every target here: x86-64 (Intel's optimisation manual and
+    # AMD's: 64-byte lines on every core since the Pentium 4 and K8; CPUID leaf 1 reports
+    # it as the CLFLUSH line size), AArch64 (the Neoverse N1/V1/V2 and Cortex-A7x TRMs: 64-byte
+    # L1D and L2 lines; Apple's cores use 128), RISC-V (SiFive U74/P550 and T-Head C910
+    # manuals: 64-byte lines; the Zicbop spec leaves the block size to the implementation)
+    cache_line_bytes: int = 64
 
     @property
     def flags(self) -> tuple:

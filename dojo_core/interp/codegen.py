@@ -263,7 +263,8 @@ class Generator(Translator):
 
 
 def generate(program: ir.Program, vectorize: bool = True):
-    """(source, namespace) defining ``kernel(*arrays)`` for ``program`` at its sizes."""
-    gen = Generator(program, vectorize)
+    """(source, namespace) defining ``kernel(*arrays)`` for ``program`` at its sizes;
+    prefetches do nothing (they compute nothing), so they are left out."""
+    gen = Generator(ir.without_prefetches(program), vectorize)
     source = gen.kernel()
     return source, gen.names

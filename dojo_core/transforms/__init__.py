@@ -15,7 +15,7 @@ from ..printer import statement_number
 from .base import NotApplicable, Transformation
 from . import annotate, interchange, split
 from . import fission, fuse, hoist, merge, reorder
-from . import accumulate, expand, inline, layout, materialize, partition, rfactor, stage
+from . import accumulate, expand, inline, layout, materialize, partition, prefetch, rfactor, stage
 
 REGISTRY: dict = {}
 
@@ -28,7 +28,8 @@ def register(t: Transformation) -> Transformation:
 for _t in (split.SPLIT, partition.PARTITION, interchange.INTERCHANGE, merge.MERGE, fuse.FUSE,
            fission.FISSION, reorder.REORDER, hoist.HOIST, annotate.PARALLELIZE, annotate.VECTORIZE,
            annotate.UNROLL, annotate.BIND, stage.STAGE, accumulate.ACCUMULATE, layout.LAYOUT,
-           inline.INLINE, materialize.MATERIALIZE, expand.EXPAND, rfactor.RFACTOR):
+           inline.INLINE, materialize.MATERIALIZE, expand.EXPAND, rfactor.RFACTOR,
+           prefetch.PREFETCH):
     register(_t)
 
 
@@ -89,7 +90,7 @@ def refs_in(text: str) -> set:
 
 
 def ref_kind(ref: str) -> str:
-    """"statement" for an assignment's name ``sN``, else "loop"."""
+    """"statement" for an assignment's or a prefetch's name ``sN``, else "loop"."""
     return "statement" if statement_number(ref) is not None else "loop"
 
 

@@ -60,14 +60,14 @@ def uses_array(stmts, name: str) -> bool:
 
 
 def stmt_refs(program) -> dict:
-    """id(statement) -> reference text, for every Assign and Loop of the program. An
+    """id(statement) -> reference text, for every Assign, Prefetch and Loop of the program. An
     assignment whose `sN` is also a loop iterator cannot be named (find_ref finds the
     loop first) and maps to None."""
     out, n = {}, 0
     stmts = list(ir.walk_stmts(program.body))
     iterators = {s.iterator for s in stmts if isinstance(s, ir.Loop)}
     for s in stmts:
-        if isinstance(s, ir.Assign):
+        if isinstance(s, (ir.Assign, ir.Prefetch)):
             ref = statement_ref(n)
             out[id(s)] = ref if ref not in iterators else None
             n += 1

@@ -81,6 +81,8 @@ class Hoist(Transformation):
         stmt, path = find_ref(program, ref)
         if stmt is None:
             return f"there is no statement '{ref}'"
+        if isinstance(stmt, ir.Prefetch):
+            return f"'{ref}' is a prefetch; only assignments are hoisted"
         if not isinstance(stmt, ir.Assign):
             return f"'{ref}' is a loop; only assignments are hoisted"
         if len(path) < 2:

@@ -85,6 +85,8 @@ class Layout(Transformation):
                 elif isinstance(s, ir.Loop):
                     out.append(ir.Loop(s.iterator, s.lo, s.hi, s.annotations, decls(s.body),
                                        s.loc))
+                elif isinstance(s, ir.Prefetch) and s.array == name:      # a temp's box
+                    out.append(ir.Prefetch(s.array, permute(s.ranges), s.loc))
                 else:
                     out.append(s)
             return tuple(out)

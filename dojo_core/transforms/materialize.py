@@ -33,8 +33,8 @@ class Materialize(Transformation):
 
     def candidates(self, program):
         name = None
-        for n, a in enumerate(ir.assignments(program)):
-            if not _plain(a.value):
+        for n, a in enumerate(ir.numbered(program)):
+            if isinstance(a, ir.Assign) and not _plain(a.value):
                 name = name or scope.default_name(program, "t")
                 yield statement_ref(n), name
 

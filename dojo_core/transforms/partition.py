@@ -90,6 +90,9 @@ def _renamed_copy(loop, taken: set):
             elif isinstance(s, ir.Local):
                 out.append(ir.Local(renames[s.name], s.dtype, tuple(expr(d) for d in s.dims),
                                     s.space, s.loc))
+            elif isinstance(s, ir.Prefetch):
+                out.append(ir.Prefetch(s.array, tuple((expr(lo), expr(hi)) for lo, hi in s.ranges),
+                                       s.loc))
             else:
                 out.append(s)
         return tuple(out)

@@ -22,7 +22,8 @@ from .util import (body_at, find_ref, locate, loops_around, replace_at, with_bod
 
 
 def _neighbours(body):
-    """(k, m) index pairs of statements with only Local declarations between them."""
+    """(k, m) index pairs of statements with only Local declarations (and prefetches, which
+    stay where they are) between them."""
     idx = [k for k, s in enumerate(body) if isinstance(s, (ir.Assign, ir.Loop))]
     return list(zip(idx, idx[1:]))
 
@@ -56,7 +57,7 @@ class Reorder(Transformation):
             return f"'{b_ref}' does not directly follow '{a_ref}' in the same body"
         body = body_at(program, apath)
         for s in body[apath[-1] + 1:bpath[-1]]:
-            if uses_array([b], s.name):
+            if isinstance(s, ir.Local) and uses_array([b], s.name):
                 return f"'{b_ref}' uses the local '{s.name}' declared between the two statements"
         deps = dependences(program)
         around = same([l.iterator for l in loops_around(program, apath)])

@@ -27,7 +27,7 @@ def find_loop(program, name: str):
 
 def find_ref(program, ref: str):
     """(statement, path) for a reference: a loop iterator, or `sN` for the N-th assignment
-    in textual order. (None, None) when nothing matches."""
+    or prefetch in textual order. (None, None) when nothing matches."""
     loop, path = find_loop(program, ref)
     if loop is not None:
         return loop, path
@@ -38,7 +38,7 @@ def find_ref(program, ref: str):
 
     def go(body, path):
         for k, s in enumerate(body):
-            if isinstance(s, ir.Assign):
+            if isinstance(s, (ir.Assign, ir.Prefetch)):
                 if count[0] == want:
                     return s, path + [k]
                 count[0] += 1
@@ -68,7 +68,7 @@ def ref_of(program, stmt) -> str:
     """The reference text of a statement (inverse of find_ref)."""
     if isinstance(stmt, ir.Loop):
         return stmt.iterator
-    for n, a in enumerate(ir.assignments(program)):
+    for n, a in enumerate(ir.numbered(program)):
         if a is stmt:
             return statement_ref(n)
     raise KeyError(stmt)
@@ -151,9 +151,21 @@ def map_exprs(stmts, fn):
                                  s.op, fn(s.value), s.loc))
         elif isinstance(s, ir.Local):
             out.append(ir.Local(s.name, s.dtype, tuple(fn(d) for d in s.dims), s.space, s.loc))
+        elif isinstance(s, ir.Prefetch):
+            out.append(ir.Prefetch(s.array, tuple(_map_range(lo, hi, fn) for lo, hi in s.ranges),
+                                   s.loc))
         else:
             out.append(s)
     return tuple(out)
+
+
+def _map_range(lo, hi, fn):
+    """A prefetch range with fn applied to its bounds; a one-index range (lo..lo + 1, printed
+    as the index alone) stays one."""
+    if hi == ir.BinOp("+", lo, ir.Const(1)):
+        new = fn(lo)
+        return new, ir.BinOp("+", new, ir.Const(1))
+    return fn(lo), fn(hi)
 
 
 def substitute_stmts(stmts, mapping: dict):
@@ -221,5 +233,6 @@ def written_in(stmts) -> set:
 
 
 def uses_var(stmts, name) -> bool:
-    """Does a loop bound or an assignment in the statements read the variable ``name``?"""
+    """Does a loop bound, an assignment or a prefetch's box in the statements read the
+    variable ``name``?"""
     return any(name in ir.var_names(e) for s in ir.walk_stmts(stmts) for e in ir.stmt_exprs(s))

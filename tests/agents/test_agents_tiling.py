@@ -11,6 +11,7 @@ from dojo_core.agents.tiling import (l1_data_bytes, reduction_blocks, register_t
                                      row_tiles)
 from dojo_core.codegen.targets import TARGETS
 from dojo_core.kernels import load_kernel
+from dojo_core.printer import print_program
 from dojo_core.suite import load as load_suite
 
 CPU_TARGETS = ["x86-avx512", "x86-avx2", "arm-neon", "arm-sve", "riscv-rvv", "generic"]
@@ -107,3 +108,25 @@ def test_a_search_session_offers_no_moves_from_illegal_steps():
     session = Session("test", program, evaluator=None, budget=1)
     assert session.moves(("split nowhere by 2",)) == []
     assert session.moves(())
+
+
+def test_tiles_loaded_from_the_output_prefetch_its_next_tile():
+    """Where the register tile is loaded from C and a loop around it moves to another tile
+    of C a row stride away (the b-outer order: the row-tile loop holds the tile), the macro
+    prefetches C's next tile there; where the loop around the tile moves along C's rows (a
+    stream the hardware follows) it adds none. Derived from the program: every target."""
+    from dojo_core.walks import replay
+    program = load_kernel("matmul", {"N": 96, "M": 64, "K": 64})
+    for name in ("x86-avx2", "x86-avx512", "arm-neon"):
+        moves = tile_moves(program, TARGETS[name])
+        outer_b = [m for m in moves if "b-outer" in m.label and not m.label.startswith("tile all")]
+        assert outer_b, name
+        for move in moves:
+            texts = [t for t in move.steps if t.startswith("prefetch")]
+            if move in outer_b:
+                assert len(texts) == 1 and texts[0].startswith("prefetch C at "), move.label
+                final = replay(program, move.steps)
+                loop = texts[0].split()[-1]
+                assert f"for {loop} in" in print_program(final)
+            else:
+                assert texts == [], move.label

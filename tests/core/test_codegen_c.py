@@ -117,7 +117,7 @@ def test_random_walks_compiled(name):
 
 
 CODEGEN_KINDS = ("split", "interchange", "fission", "vectorize", "parallelize", "unroll", "stage",
-                 "accumulate", "layout")
+                 "accumulate", "layout", "prefetch")
 
 
 @pytest.mark.parametrize("name", list_kernels())

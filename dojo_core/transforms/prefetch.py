@@ -1,0 +1,181 @@
+"""prefetch X at L: ask the caches for what the next iteration of L touches of array X, at
+the top of each iteration (software prefetch).
+
+    for i20 in 0..N // 6:                  for i20 in 0..N // 6:
+      for i2 in 0..6:                        prefetch C[6*i20 + 6..6*i20 + 12, 16*j20..16*j20 + 16]
+        for j3 in 0..16:          ==>        for i2 in 0..6:
+          acc[i2, j3] = C[6*i20 + i2,          for j3 in 0..16:
+                          16*j20 + j3]           acc[i2, j3] = C[6*i20 + i2, 16*j20 + j3]
+      ...                                    ...
+
+The box is the footprint's bounding box of X in one iteration of L (footprint.py: the
+offsets with the iterators inside L at their lower bounds, constant extents) with L's
+iterator replaced by iterator + 1. A prefetch computes nothing (the generated C prefetches
+each cache line of the box, its indices clamped into the array: c_prefetch.py), so the step
+is always legal. It is refused where it cannot help or would break something: L bound to
+the GPU (or inside a bound loop), L vectorized (or inside a vector loop: its body must stay
+assignments), a box without affine bounds, a box of more than MAX_PREFETCH_ROWS rows or
+MAX_PREFETCH_ELEMENTS elements (each row is a loop of prefetch instructions in the
+generated code: the limits bound its size), or L already prefetching X.
+
+Candidates are kept few, since each multiplies the agents' branching: loops that hold a
+loop (not innermost), and the arrays accessed in them whose next-iteration box is within
+the limits, differs from the current one, and does NOT continue it in memory -- neither one
+contiguous run followed by the next, nor every row continued by the same row. Those are the
+streams the hardware prefetchers already follow; a box a fixed stride away (the next 6x16
+tile of C, rows 4 KiB apart) is the case they miss.
+"""
+from __future__ import annotations
+
+from math import prod
+
+from .. import ir
+from ..affine import add, simplify, sub, substitute_index
+from ..poly import const_value
+from . import footprint as fp
+from . import scope
+from .base import Transformation
+from .util import replace_at, with_body
+
+MAX_PREFETCH_ROWS = 64
+MAX_PREFETCH_ELEMENTS = 1024
+
+
+def next_box(program, loop, around, decl, use_isl: bool = True):
+    """The box (((lo, hi), ...) per dimension, affine) of ``decl``'s array that the next
+    iteration of ``loop`` touches, its extents, and its per-dimension shift from the current
+    iteration's box (ints, None where not constant); or the reason there is none."""
+    refs = fp.loop_refs(program, loop.iterator, decl.name, include_loop=False)
+    if not refs:
+        return f"'{decl.name}' is not accessed inside loop '{loop.iterator}'"
+    try:
+        box = fp.compute_box(program, around + [loop], refs, decl.dims, use_isl)
+    except fp.BoxError as exc:
+        return (f"the footprint of '{decl.name}' in the next iteration of '{loop.iterator}' "
+                f"is not a box with affine bounds ({exc})")
+    step = {loop.iterator: add(ir.Var(loop.iterator), ir.Const(1))}
+    ranges, shifts = [], []
+    for off, ext, n in zip(box.offsets, box.extent_exprs, box.extents):
+        lo = simplify(substitute_index(off, step))
+        # one index: lo..lo + 1, which the printer writes as the index alone
+        ranges.append((lo, ir.BinOp("+", lo, ir.Const(1)) if n == 1 else simplify(add(lo, ext))))
+        shifts.append(const_value(simplify(sub(lo, off)), program.size_values))
+    return tuple(ranges), tuple(box.extents), tuple(shifts)
+
+
+def continues(extents, shifts, dims) -> bool:
+    """Does the next box follow the current one in memory (a stream hardware prefetchers
+    follow), or repeat it? True when every shift is 0, when each row is continued by the same
+    row (shifts 0 but the last, which moves by at most the row's length), or when the box is
+    one contiguous run (extent 1 before some dimension d, whole dimensions after it) and the
+    next run starts inside it or right after it."""
+    if None in shifts:
+        return False
+    if all(s == 0 for s in shifts):
+        return True
+    if all(s == 0 for s in shifts[:-1]) and abs(shifts[-1]) <= extents[-1]:
+        return True
+    strides = [prod(dims[k + 1:]) for k in range(len(dims))]
+    for d in range(len(dims)):
+        if all(e == 1 for e in extents[:d]) and list(extents[d + 1:]) == list(dims[d + 1:]):
+            run = extents[d] * strides[d]
+            delta = sum(s * st for s, st in zip(shifts, strides))
+            return abs(delta) <= run
+    return False
+
+
+class Prefetch(Transformation):
+    name = "prefetch"
+    grammar = "ARRAY at LOOP"
+
+    def candidates(self, program):
+        for name, (loop, _, around) in scope.loop_table(program).items():
+            for array in self._offered_arrays(program, loop, around):
+                yield array, name
+
+    def _offered_arrays(self, program, loop, around) -> list:
+        """The arrays candidates() offers at ``loop`` (see the module docstring)."""
+        if not any(isinstance(s, ir.Loop) for s in ir.walk_stmts(loop.body)) \
+                or self._loop_problem(loop, around):
+            return []
+        dims_of = {d.name: d for d in program.arrays if d.dims}
+        seen, out = [], []
+        for ref in fp.region_refs(loop.body, None):
+            array = ref.access.array
+            if array in seen or array not in dims_of:
+                continue
+            seen.append(array)
+            decl = dims_of[array]
+            found = next_box(program, loop, around, decl, use_isl=False)
+            if isinstance(found, str) or self._limit_problem(found[1]):
+                continue
+            dims = [const_value(d, program.size_values) for d in decl.dims]
+            if not continues(found[1], found[2], dims):
+                out.append(array)
+        return out
+
+    def offered(self, program, array: str, loop_name: str) -> bool:
+        """True when ``prefetch array at loop_name`` is one of the candidates (a loop that is
+        not innermost, a box within the limits that does not continue the current one) and
+        is legal."""
+        table = scope.loop_table(program)
+        if loop_name not in table:
+            return False
+        loop, _, around = table[loop_name]
+        return array in self._offered_arrays(program, loop, around) \
+            and self.check(program, (array, loop_name)) is None
+
+    def _loop_problem(self, loop, around):
+        anns = [a for l in around + [loop] for a in l.annotations]
+        if any(a.startswith("gpu.") for a in anns):
+            return (f"loop '{loop.iterator}' is bound to the GPU grid or inside a bound loop; "
+                    "a CPU cache hint has no use there")
+        if "vector" in anns:
+            return (f"loop '{loop.iterator}' is a vector loop or inside one, whose body must "
+                    "stay assignments; prefetch before vectorizing")
+        return None
+
+    @staticmethod
+    def _limit_problem(extents):
+        rows, elements = prod(extents[:-1]), prod(extents)
+        if rows > MAX_PREFETCH_ROWS:
+            return f"{rows} rows (at most {MAX_PREFETCH_ROWS})"
+        if elements > MAX_PREFETCH_ELEMENTS:
+            return f"{elements} elements (at most {MAX_PREFETCH_ELEMENTS})"
+        return None
+
+    def _plan(self, program, params):
+        """(loop, path, the prefetch statement), or the one-sentence reason there is none."""
+        array, loop_name = params
+        table = scope.loop_table(program)
+        if loop_name not in table:
+            return f"there is no loop '{loop_name}'"
+        loop, path, around = table[loop_name]
+        decl = program.array(array)
+        if decl is None or not decl.dims:
+            return f"there is no array '{array}' of the kernel to prefetch"
+        problem = self._loop_problem(loop, around)
+        if problem:
+            return problem
+        found = next_box(program, loop, around, decl)
+        if isinstance(found, str):
+            return found
+        ranges, extents, _ = found
+        too_big = self._limit_problem(extents)
+        if too_big:
+            return (f"the next iteration's box of '{array}' in loop '{loop_name}' has "
+                    f"{too_big}: too much code for a hint")
+        if any(isinstance(s, ir.Prefetch) and s.array == array for s in loop.body):
+            return f"loop '{loop_name}' already prefetches '{array}'"
+        return loop, path, ir.Prefetch(array, ranges)
+
+    def check(self, program, params):
+        plan = self._plan(program, params)
+        return plan if isinstance(plan, str) else None
+
+    def apply(self, program, params):
+        loop, path, stmt = self._plan(program, params)
+        return replace_at(program, path, [with_body(loop, (stmt,) + tuple(loop.body))])
+
+
+PREFETCH = Prefetch()
