@@ -118,13 +118,17 @@ def finish(b: Builder, vectorize=True, parallelize=True) -> None:
             b.maybe(text)
 
 
-def distribute_steps(program) -> list:
+def distribute_steps(program, expand_once: bool = False) -> list:
     """Fissions (legal ones) until no loop mixes statements with loops, holds several loops
     or holds several reductions into arrays.
     In a loop that holds a contraction (a nest of two or more loops reducing into an array),
     a local used on both sides of a cut is expanded first (one slot per iteration), so that
-    the contraction can become a perfect nest of its own."""
+    the contraction can become a perfect nest of its own.  With ``expand_once`` a local or
+    temp is expanded at one loop at most (the first cut that needs it, the innermost): the
+    loops around stay whole rather than grow it by their extents (doitgen's ``sum`` stays
+    ``[NQ, NP]`` in L1 instead of ``[NR, NQ, NP]``)."""
     b = Builder(program)
+    expanded = set() if expand_once else None
     for _ in range(16):
         names = {id(s): statement_ref(i) for i, s in enumerate(ir.numbered(b.program))}
         done = True
@@ -138,7 +142,7 @@ def distribute_steps(program) -> list:
                 ref = names.get(id(head)) if isinstance(head, ir.Assign) else \
                     head.iterator if isinstance(head, ir.Loop) else None
                 if ref and (b.maybe(f"fission {loop.iterator} after {ref}")
-                            or _fission_expanding(b, loop, k, ref)):
+                            or _fission_expanding(b, loop, k, ref, expanded)):
                     done = False
                     break
             if not done:
@@ -165,22 +169,25 @@ def _holds_contraction(loop) -> bool:
     return go(loop.body, 0)
 
 
-def _fission_expanding(b: Builder, loop, k: int, ref: str) -> bool:
+def _fission_expanding(b: Builder, loop, k: int, ref: str, expanded=None) -> bool:
     """`fission loop after ref` after expanding the locals of loop (and the kernel's temps)
     used on both sides of the cut, when loop holds a contraction; the builder is unchanged
-    when that fails."""
+    when that fails.  ``expanded`` (a set, or None for no limit): the names expanded so far,
+    none of which is expanded again."""
     if not _holds_contraction(loop):
         return False
     first, second = loop.body[:k + 1], loop.body[k + 1:]
     names = [s.name for s in first if isinstance(s, ir.Local)] + \
         [d.name for d in b.program.arrays if d.kind == "temp"]
     shared = [name for name in names if uses_array(first, name) and uses_array(second, name)]
-    if not shared:
+    if not shared or (expanded is not None and expanded & set(shared)):
         return False
     trial = Builder(b.program)
     if all(trial.maybe(f"expand {name} at {loop.iterator}") for name in shared) \
             and trial.maybe(f"fission {loop.iterator} after {ref}"):
         b.program, b.steps = trial.program, b.steps + trial.steps
+        if expanded is not None:
+            expanded.update(shared)
         return True
     return False
 

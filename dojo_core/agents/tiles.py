@@ -56,9 +56,22 @@ def tile_moves(program, target=None, threads=None) -> list:
     ``threads`` 1 the tiles are not parallelized (an OpenMP region around the vector tile
     is pure overhead there: 0.69x on PolyBench gemm f32 with AVX-512).
     The loop structure is built (and checked) once per variant; the tile sizes are then
-    substituted into its split steps (agents replay every move before measuring it)."""
+    substituted into its split steps (agents replay every move before measuring it).
+    Where distributing with each temp expanded once leaves a smaller temp than the full
+    distribution, the tiles of that structure come too (labelled "... local")."""
     target = get_target(target)
-    pre = distribute_steps(program)
+    full = distribute_steps(program)
+    moves = _nest_tile_moves(program, full, target, threads)
+    once = distribute_steps(program, expand_once=True)
+    if once != full:
+        moves += [Move(m.label + " local", m.steps, m.kind, m.bonus)
+                  for m in _nest_tile_moves(program, once, target, threads)]
+    return moves
+
+
+def _nest_tile_moves(program, pre, target, threads) -> list:
+    """The tile moves of every perfect reduction nest of ``program`` after the steps ``pre``
+    (a distribution)."""
     base = program
     for text in pre:
         base = apply_step(base, text)

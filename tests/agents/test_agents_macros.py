@@ -184,6 +184,24 @@ def test_two_gemms_in_one_loop_are_cut_apart_and_each_tiled():
     np.testing.assert_allclose(got["Y"], want["Y"], rtol=2e-4, atol=2e-4)
 
 
+def test_a_temp_expanded_once_keeps_the_outer_loop_whole():
+    """doitgen's `sum` needs one slot per q to cut q's body; the full distribution also cuts
+    r (sum grows to [NR, NQ, NP]); expanded once, r stays whole and the "local" tiles run
+    with sum at [NQ, NP]."""
+    from dojo_core import suite
+    program = suite.load("doitgen", "f64", {"NR": 3, "NQ": 10, "NP": 12})
+    assert "expand sum at r" in distribute_steps(program)
+    once = distribute_steps(program, expand_once=True)
+    assert "expand sum at q" in once and "expand sum at r" not in once
+    local = [m for m in tile_moves(program, WIDE, threads=1) if m.label.endswith(" local")]
+    assert local, [m.label for m in tile_moves(program, WIDE, threads=1)]
+    state = replay(program, list(local[0].steps))
+    assert "temp  sum: f64[NQ, NP]" in print_program(state)
+    inputs = suite.random_inputs("doitgen", program, 0)
+    want, got = interp.run(program, inputs), interp.run(state, inputs)
+    np.testing.assert_allclose(got["A"], want["A"], rtol=1e-9, atol=1e-9)
+
+
 @pytest.mark.parametrize("target,rows", [("x86-avx512", 8), ("x86-avx2", 4)])
 def test_dot_tiles_of_a_triangular_row_reduction(target, rows):
     from dojo_core import suite
