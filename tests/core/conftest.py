@@ -1,5 +1,5 @@
-"""Fixtures of the core tests: golden files under tests/core/golden/, and the command line
-``python -m dojo_core`` run as a subprocess."""
+"""Fixtures of the core tests: golden files under tests/core/golden/, the command line
+``python -m dojo_core`` run as a subprocess, and a compile cache of a module's own."""
 from __future__ import annotations
 
 import os
@@ -48,3 +48,16 @@ def dojo(request):
         assert "Traceback" not in proc.stderr, proc.stderr
         return proc
     return run
+
+
+@pytest.fixture(scope="module")
+def module_compile_cache(tmp_path_factory):
+    """DOJO_CACHE_DIR set to a fresh folder for the whole test module (its compiled kernels
+    neither come from nor go to another run's cache), restored afterwards."""
+    old = os.environ.get("DOJO_CACHE_DIR")
+    os.environ["DOJO_CACHE_DIR"] = str(tmp_path_factory.mktemp("ccache"))
+    yield
+    if old is None:
+        os.environ.pop("DOJO_CACHE_DIR", None)
+    else:
+        os.environ["DOJO_CACHE_DIR"] = old

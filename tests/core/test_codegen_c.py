@@ -7,7 +7,6 @@ pytest tests/core/test_codegen_c.py -k golden --update-goldens.
 """
 from __future__ import annotations
 
-import os
 import platform
 import subprocess
 from dataclasses import replace
@@ -34,15 +33,7 @@ X86 = platform.machine() == "x86_64"
 TEST_OPT = "-O1"          # random walks and the many small kernels compile faster
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _cache_dir(tmp_path_factory):
-    old = os.environ.get("DOJO_CACHE_DIR")
-    os.environ["DOJO_CACHE_DIR"] = str(tmp_path_factory.mktemp("ccache"))
-    yield
-    if old is None:
-        os.environ.pop("DOJO_CACHE_DIR", None)
-    else:
-        os.environ["DOJO_CACHE_DIR"] = old
+pytestmark = pytest.mark.usefixtures("module_compile_cache")
 
 
 def assert_matches_interp(program, reference=None, seed=0, context="", opt=TEST_OPT, threads=1):

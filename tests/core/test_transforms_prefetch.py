@@ -3,7 +3,6 @@ transformations around it, C and CUDA code) and the ``prefetch X at L`` transfor
 golden before/after text, one test per refusal reason, its candidates, compiled results."""
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -42,15 +41,7 @@ PREFETCHED = TILE.replace("  for i0 in 0..N // 3:\n",
                           "    prefetch C[3*i0 + 3..3*i0 + 6, 16*j0..16*j0 + 16]\n")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _cache_dir(tmp_path_factory):
-    old = os.environ.get("DOJO_CACHE_DIR")
-    os.environ["DOJO_CACHE_DIR"] = str(tmp_path_factory.mktemp("ccache"))
-    yield
-    if old is None:
-        os.environ.pop("DOJO_CACHE_DIR", None)
-    else:
-        os.environ["DOJO_CACHE_DIR"] = old
+pytestmark = pytest.mark.usefixtures("module_compile_cache")
 
 
 # ----------------------------------------------------------------------------- the statement
