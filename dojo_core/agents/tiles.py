@@ -62,7 +62,8 @@ def tile_moves(program, target=None, threads=None) -> list:
     target = get_target(target)
     full = distribute_steps(program)
     moves = _nest_tile_moves(program, full, target, threads)
-    once = distribute_steps(program, expand_once=True)
+    once = distribute_steps(program, expand_once=True) \
+        if any(t.startswith("expand ") for t in full) else full
     if once != full:
         moves += [Move(m.label + " local", m.steps, m.kind, m.bonus)
                   for m in _nest_tile_moves(program, once, target, threads)]
