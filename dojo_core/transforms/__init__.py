@@ -15,7 +15,8 @@ from ..printer import statement_number
 from .base import NotApplicable, Transformation
 from . import annotate, interchange, split
 from . import fission, fuse, hoist, merge, reorder
-from . import accumulate, expand, inline, layout, materialize, partition, prefetch, rfactor, stage
+from . import accumulate, expand, inline, layout, materialize, partition, precompute
+from . import prefetch, rfactor, stage
 
 REGISTRY: dict = {}
 
@@ -29,7 +30,7 @@ for _t in (split.SPLIT, partition.PARTITION, interchange.INTERCHANGE, merge.MERG
            fission.FISSION, reorder.REORDER, hoist.HOIST, annotate.PARALLELIZE, annotate.VECTORIZE,
            annotate.UNROLL, annotate.BIND, stage.STAGE, accumulate.ACCUMULATE, layout.LAYOUT,
            inline.INLINE, materialize.MATERIALIZE, expand.EXPAND, rfactor.RFACTOR,
-           prefetch.PREFETCH):
+           prefetch.PREFETCH, precompute.PRECOMPUTE):
     register(_t)
 
 
