@@ -17,6 +17,8 @@ from ..codegen.c_expr import ITEMSIZE
 from ..codegen.targets import get_target
 from ..transforms import apply_step
 from ..transforms.base import NotApplicable
+from ..printer import print_expr
+from ..transforms.precompute import invariant_operands
 from ..transforms.prefetch import PREFETCH
 from ..transforms.split import split_names
 from ..transforms.util import declared_names, fresh
@@ -26,6 +28,7 @@ from .moves import (Builder, Move, bubble, distribute_steps, finish, loop_extent
 from .tiling import reduction_blocks, register_tiles, row_tiles
 
 MAX_NESTS = 4        # reduction nests tiled per state (a chain of GEMMs: 3mm has three)
+CHAIN_RANKS = 3      # tile shapes tried for a whole chain (the model's first three)
 
 
 def _perfect_reduction_nests(program) -> list:
@@ -105,9 +108,9 @@ def _nest_tile_moves(program, pre, target, threads) -> list:
                 found += dot_tile_moves(base, pre, iters, stmt, reduction, bi, target,
                                         itemsize, parallel)
             if found and not any(f[0] == iters for f in firsts):
-                ta, tb, blocks, _ = _tile_sizes(base, ai, bi, reduction, target, itemsize)[0]
-                firsts.append((iters, ai, bi, reduction, ta, tb, blocks[0] if blocks else None,
-                               stmt.target.array))
+                ranked = [(ta, tb, blocks[0] if blocks else None) for ta, tb, blocks, _ in
+                          _tile_sizes(base, ai, bi, reduction, target, itemsize)]
+                firsts.append((iters, ai, bi, reduction, ranked, stmt.target.array))
             moves.extend(found)
     if len(firsts) > 1:
         moves = _tile_chain(base, pre, firsts, parallel) + moves
@@ -158,6 +161,7 @@ def _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize,
         return tuple(n is not None and f is not None and n % f != 0
                      for n, f in zip(extents, (ta, tb, tr)))
 
+    position = next(k for k, a in enumerate(ir.assignments(base)) if a is stmt)
     moves = []
     for whole, outer_b, stage in product((False, True), (False, True) if ai else (False,),
                                          [None] + inputs[:1]):
@@ -174,7 +178,9 @@ def _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize,
                 steps = built[sig]
                 if steps is None:
                     continue
-                sized = [_resize(t, {ai: ta, bi: tb, reduction[0]: tr}) for t in steps]
+                sized = _resize_precomputes(
+                    base, [_resize(t, {ai: ta, bi: tb, reduction[0]: tr}) for t in steps],
+                    position, bi)
                 label = (f"tile {ai}/{ta} x " if ai else "tile ") + \
                     f"{bi}/{tb} x {reduction[0]}/{'all' if whole else tr}" + \
                     (" b-outer" if outer_b else "") + (f" stage {stage}" if stage else "")
@@ -251,6 +257,11 @@ def _build_tile(b: Builder, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage
         layout = last_dim_layout(b.program, buffer, b1)
         if layout:
             b.step(layout)
+    at = r0 or [it for it in head if it][-1]
+    for operand in _broadcast_operands(b.program, acc, b1):
+        if stage in {e.array for e in ir.walk_expr(operand) if isinstance(e, ir.Access)} \
+                or not precompute_operand(b, operand, at, a1 if ai is not None else None):
+            break                      # the k-th precompute step holds the k-th operand
     for outer in (a0 if ai is not None else None, b0):
         if outer is not None:          # the last, partial tile gets a loop of its own
             b.maybe(f"partition {outer}")
@@ -258,6 +269,54 @@ def _build_tile(b: Builder, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage
         b.maybe(f"unroll {a1}")
     b.step(f"vectorize {b1}")
     prefetch_next_tile(b, acc, target)
+
+
+def _broadcast_operands(program, acc: str, vector_loop: str) -> list:
+    """The computed operands that the tile's vector loop broadcasts: in the reduction into
+    ``acc``, the largest sub-expressions that read an array and do not change along the
+    vector loop (``alpha * A[i, k]`` of ``alpha * A[i, k] * B[k, j]``)."""
+    for stmt in ir.assignments(program):
+        if stmt.target.array == acc and stmt.op != "=":
+            return invariant_operands(stmt.value, vector_loop)
+    return []
+
+
+def precompute_operand(b: Builder, operand, at: str, row_loop) -> None:
+    """``precompute OPERAND at AT``: a broadcast of a computed scalar costs a multiply
+    and a shuffle per use, a broadcast of a buffer element a load. The buffer's dimension
+    over ``row_loop`` (the unrolled rows) goes last, so the rows' operands of one reduction
+    step are adjacent, and its copy loops are ordered like it (contiguous stores)."""
+    name = fresh(declared_names(b.program), "pre")
+    if not b.maybe(f"precompute {print_expr(operand)} at {at} as {name}"):
+        return False
+    if row_loop is not None:
+        layout = last_dim_layout(b.program, name, row_loop)
+        if layout:
+            b.step(layout)
+    copy = next(s for s in ir.assignments(b.program) if s.target.array == name)
+    order = [i.name for i in copy.target.indices if isinstance(i, ir.Var)]
+    if len(order) == len(copy.target.indices) > 1:
+        bubble(b, order)
+    return True
+
+
+def _resize_precomputes(base, steps: list, position: int, bi: str) -> list:
+    """``steps`` (a tile resized by ``_resize``) with each ``precompute`` naming its
+    operand as the resized splits print it: the splits alone are replayed on ``base`` (they
+    are what changes an operand's indices), and the k-th precompute step takes the k-th
+    broadcast operand of the reduction, the ``position``-th assignment."""
+    if not any(t.startswith("precompute ") for t in steps):
+        return steps
+    program, vector_loop = base, None
+    for text in steps:
+        if text.startswith("split "):
+            if text.split()[1] == bi:
+                vector_loop = split_names(program, bi)[1]
+            program = apply_step(program, text)
+    value = ir.assignments(program)[position].value
+    operands = iter(print_expr(e) for e in invariant_operands(value, vector_loop))
+    return [f"precompute {next(operands)}{t[t.rindex(' at '):]}"
+            if t.startswith("precompute ") else t for t in steps]
 
 
 def prefetch_next_tile(b: Builder, acc: str, out: str) -> None:
@@ -294,21 +353,28 @@ def prefetch_next_tile(b: Builder, acc: str, out: str) -> None:
 
 
 def _tile_chain(base, pre, firsts, parallel) -> list:
-    """``tile all`` moves: the first-ranked tile of every nest, one nest after the other,
-    then one vectorize / parallelize pass; one move with blocked reductions, one with whole
-    ones. ``firsts`` holds (iters, ai, bi, reduction, ta, tb, tr, target array) per nest."""
-    moves = []
-    for whole in (False, True):
+    """``tile all`` moves: the tiles of one rank of every nest, one nest after the other,
+    then one vectorize / parallelize pass; per rank (the first ``CHAIN_RANKS`` of the
+    model's order, which measurement may not confirm), one move with blocked reductions and
+    one with whole ones. ``firsts`` holds (iters, ai, bi, reduction, ranked sizes
+    [(ta, tb, tr)], target array) per nest."""
+    moves, seen = [], set()
+    for rank, whole in product(range(CHAIN_RANKS), (False, True)):
+        chosen = [(iters, ai, bi, red, *ranked[min(rank, len(ranked) - 1)], array)
+                  for iters, ai, bi, red, ranked, array in firsts]
+        label = "tile all " + " ; ".join(
+            (f"{ai}/{ta} x " if ai else "") + f"{bi}/{tb} x {red[0]}/{'all' if whole else tr}"
+            for _, ai, bi, red, ta, tb, tr, _ in chosen)
+        if label in seen:
+            continue
+        seen.add(label)
         b = Builder(base)
         try:
-            for iters, ai, bi, reduction, ta, tb, tr, array in firsts:
+            for iters, ai, bi, reduction, ta, tb, tr, array in chosen:
                 _build_tile(b, iters, ai, bi, reduction, ta, tb, None if whole else tr,
                             False, None, array)
             finish(b, parallelize=parallel)
         except (NotApplicable, ValueError):
             continue
-        label = "tile all " + " ; ".join(
-            (f"{ai}/{ta} x " if ai else "") + f"{bi}/{tb} x {red[0]}/{'all' if whole else tr}"
-            for _, ai, bi, red, ta, tb, tr, _ in firsts)
         moves.append(Move(label, tuple(pre) + tuple(b.steps)))
     return moves

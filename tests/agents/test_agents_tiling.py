@@ -130,3 +130,33 @@ def test_tiles_loaded_from_the_output_prefetch_its_next_tile():
                 assert f"for {loop} in" in print_program(final)
             else:
                 assert texts == [], move.label
+
+
+@pytest.mark.parametrize("name", ["x86-avx2", "x86-avx512", "arm-neon"])
+def test_tiles_precompute_a_computed_broadcast_operand_at_their_own_sizes(name):
+    """gemm's ``alpha * A[i, k]`` is what the row loop of a tile broadcasts: each tile
+    precomputes it into a buffer at its reduction block (a load to broadcast instead of a
+    multiply and a shuffle per use), the operand printed with that move's own split factors
+    (the structure is built once per tail pattern and resized), and every move replays;
+    tiles with vectors along i, whose broadcast operand is B's element, and the library's
+    matmul, whose operand is a plain access, get none."""
+    from dojo_core.walks import replay
+    program = load_suite("gemm", "f32", {"NI": 40, "NJ": 52, "NK": 48})
+    moves = tile_moves(program, TARGETS[name])
+    rows_by_columns = [m for m in moves if m.label.startswith("tile i2/")]
+    assert rows_by_columns
+    for move in moves:                 # a tile with vectors along i broadcasts B, a load
+        texts = [t for t in move.steps if t.startswith("precompute ")]
+        assert len(texts) == (move in rows_by_columns), move.label
+        if not texts:
+            continue
+        rows, _, block = _sizes(move.label)
+        assert texts[0].startswith(f"precompute alpha * A[{rows}*i20 + i21, "), \
+            (move.label, texts[0])
+        if block != "all":
+            assert f"{block}*k0 + k1]" in texts[0], (move.label, texts[0])
+        text = print_program(replay(program, move.steps))
+        assert "+= alpha" not in text and "] = alpha * A[" in text, move.label
+    library = load_kernel("matmul", {"N": 32, "M": 32, "K": 32})
+    assert not any(t.startswith("precompute ") for m in tile_moves(library, TARGETS[name])
+                   for t in m.steps)
