@@ -265,8 +265,12 @@ def _build_tile(b: Builder, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage
     for outer in (a0 if ai is not None else None, b0):
         if outer is not None:          # the last, partial tile gets a loop of its own
             b.maybe(f"partition {outer}")
-    if ai is not None:
-        b.maybe(f"unroll {a1}")
+    if ai is not None:                 # and the tiles of the last rows, split along b too
+        b.maybe(f"partition {b0}t")
+    if ai is not None:                 # the rows of every copy: the tile stays in registers
+        for loop in [l.iterator for l in ir.loops(b.program)]:
+            if loop == a1 or loop.startswith(a1 + "t"):
+                b.maybe(f"unroll {loop}")
     b.step(f"vectorize {b1}")
     prefetch_next_tile(b, acc, target)
 

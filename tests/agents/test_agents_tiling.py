@@ -160,3 +160,25 @@ def test_tiles_precompute_a_computed_broadcast_operand_at_their_own_sizes(name):
     library = load_kernel("matmul", {"N": 32, "M": 32, "K": 32})
     assert not any(t.startswith("precompute ") for m in tile_moves(library, TARGETS[name])
                    for t in m.steps)
+
+
+def test_the_tiles_of_the_last_rows_and_columns_are_vector_tiles_too():
+    """36 rows in 8-row tiles leave 4; 100 columns in 48-wide tiles leave 4: every copy of
+    the tile (the full ones, the last columns, the last rows and the corner) reduces in a
+    vector loop of constant extent inside rows that are unrolled, so that each copy keeps its
+    tile in registers (the last rows' tiles were scalar loops with a min() bound)."""
+    from dojo_core import ir
+    from dojo_core.walks import replay
+    program = load_suite("gemm", "f32", {"NI": 36, "NJ": 100, "NK": 48})
+    moves = [m for m in tile_moves(program, TARGETS["x86-avx512"])
+             if m.label.startswith("tile i2/8 x j2/48")]
+    assert moves
+    for move in moves:
+        final = replay(program, move.steps)
+        tiles = [l for l in ir.loops(final) if len(l.body) == 1
+                 and isinstance(l.body[0], ir.Assign) and l.body[0].op == "+="
+                 and l.body[0].target.array.startswith("acc")]
+        assert len(tiles) == 4, move.label
+        assert all("vector" in l.annotations for l in tiles), move.label
+        rows = [l for l in ir.loops(final) if len(l.body) == 1 and l.body[0] in tiles]
+        assert len(rows) == 4 and all("unroll" in l.annotations for l in rows), move.label
