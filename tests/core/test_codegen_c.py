@@ -716,3 +716,24 @@ def test_host_target():
     assert HOST.name in TARGETS
     if X86 and "avx512f" in Path("/proc/cpuinfo").read_text():
         assert HOST.name == "x86-avx512" and HOST.lanes(4) == 16
+
+
+def test_a_vector_loop_ends_in_vectors_down_to_eight_bytes_then_scalars():
+    """46 f32 lanes on AVX-512 are 16 + 16 + 8 + 4 + 2 (the tail of a 48-wide register tile
+    in k2mm), 23 are 16 + 4 + 2 + 1 scalar; a reduction keeps 16-byte vectors at least (its
+    horizontal sums are written for those)."""
+    def program(m, body):
+        text = kernel_text(f"tail(N = 3, M = {m})", "in s: f32; in A: f32[N, M]; "
+                           "inout B: f32[N, M]; out r: f32[N]", body)
+        return replay(load_source(text), ["vectorize j"])
+    axpy = program(46, "for i in 0..N:\n  r[i] = 0\n  for j in 0..M:\n    B[i, j] += s * A[i, j]\n")
+    text = generate_c(axpy, "x86-avx512")
+    for lanes, start, end in ((16, 0, 32), (8, 32, 40), (4, 40, 44), (2, 44, 46)):
+        assert f"for (int64_t j = {start}; j < {end}; j += {lanes})" in text, lanes
+    assert_matches_interp(axpy)
+    odd = generate_c(program(23, "for i in 0..N:\n  r[i] = 0\n  for j in 0..M:\n"
+                             "    B[i, j] += s * A[i, j]\n"), "x86-avx512")
+    assert "j += 2)" in odd and "for (int64_t j = 22; j < 23; ++j)" in odd
+    rowsum = program(46, "for i in 0..N:\n  r[i] = 0\n  for j in 0..M:\n    r[i] += A[i, j]\n")
+    reduced = generate_c(rowsum, "x86-avx512")
+    assert "dojo_f32x2" not in reduced and "for (int64_t j = 44; j < 46; ++j)" in reduced
