@@ -54,6 +54,10 @@ def test_suite_bench_on_a_tiny_kernel(tmp_path, monkeypatch, capsys):
         assert cell["verified"] is True and cell["median_s"] > 0
         assert 1 <= cell["measurements"] <= 2 and cell["wall_s"] > 0
         assert isinstance(cell.get("phases"), dict)
+        # a search that kept the kernel as it was is the baseline's program: its timings
+        assert ("timed_as" in cell) == (cell["steps"] == [])
+        if not cell["steps"]:
+            assert cell["median_s"] == row["baseline"]["median_s"]
     sp = row["speedups"]
     for col in ("polly/base", "numpy/base", "greedy/base", "greedy/polly", "mcts/base",
                 "mcts/polly"):
