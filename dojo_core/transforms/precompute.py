@@ -47,7 +47,7 @@ def _plain(expr) -> bool:
     return isinstance(expr, (ir.Access, ir.Const, ir.Var))
 
 
-def _occurrences(stmts, wanted: str, inside_select=False):
+def _occurrences(stmts, wanted: str):
     """(statement, found inside a select) for each occurrence of the expression printed as
     ``wanted`` (normalized) in the statements' values, in textual order."""
     out = []
@@ -56,16 +56,11 @@ def _occurrences(stmts, wanted: str, inside_select=False):
         if _normal(print_expr(expr)) == wanted:
             out.append((stmt, in_select))
             return
-        if isinstance(expr, ir.BinOp):
-            walk(stmt, expr.lhs, in_select)
-            walk(stmt, expr.rhs, in_select)
-        elif isinstance(expr, ir.Neg):
-            walk(stmt, expr.operand, in_select)
-        elif isinstance(expr, ir.Call):
-            for a in expr.args:
-                walk(stmt, a, in_select or expr.func == "select")
+        in_select = in_select or (isinstance(expr, ir.Call) and expr.func == "select")
+        for kid in _children(expr):
+            walk(stmt, kid, in_select)
     for s in ir.assignments(stmts):
-        walk(s, s.value, inside_select)
+        walk(s, s.value, False)
     return out
 
 
@@ -77,15 +72,22 @@ def _find(expr, wanted: str):
     return None
 
 
+def _children(expr) -> tuple:
+    """The value sub-expressions of an expression (an access's indices are not values)."""
+    if isinstance(expr, ir.BinOp):
+        return (expr.lhs, expr.rhs)
+    if isinstance(expr, ir.Neg):
+        return (expr.operand,)
+    if isinstance(expr, ir.Call):
+        return expr.args
+    return ()
+
+
 def _loose_iterators(expr, region: set) -> set:
     """Iterators of ``region`` that ``expr`` uses outside array indices."""
     if isinstance(expr, ir.Var):
         return {expr.name} & region
-    if isinstance(expr, ir.Access):
-        return set()
-    kids = {ir.BinOp: lambda e: (e.lhs, e.rhs), ir.Neg: lambda e: (e.operand,),
-            ir.Call: lambda e: e.args}.get(type(expr), lambda e: ())(expr)
-    return set().union(*(_loose_iterators(k, region) for k in kids)) if kids else set()
+    return set().union(*(_loose_iterators(k, region) for k in _children(expr)))
 
 
 class Precompute(Transformation):
@@ -235,9 +237,7 @@ def invariant_operands(expr, iterator: str) -> list:
     if not _plain(expr) and iterator not in ir.var_names(expr) and \
             any(isinstance(e, ir.Access) for e in ir.walk_expr(expr)):
         return [expr]
-    kids = {ir.BinOp: lambda e: (e.lhs, e.rhs), ir.Neg: lambda e: (e.operand,),
-            ir.Call: lambda e: e.args}.get(type(expr), lambda e: ())(expr)
-    return [found for kid in kids for found in invariant_operands(kid, iterator)]
+    return [found for kid in _children(expr) for found in invariant_operands(kid, iterator)]
 
 
 def _dtype_of(program, name: str) -> str:
