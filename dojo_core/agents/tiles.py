@@ -15,9 +15,9 @@ from itertools import product
 from .. import ir
 from ..codegen.c_expr import ITEMSIZE
 from ..codegen.targets import get_target
+from ..printer import print_expr
 from ..transforms import apply_step
 from ..transforms.base import NotApplicable
-from ..printer import print_expr
 from ..transforms.precompute import invariant_operands
 from ..transforms.prefetch import PREFETCH
 from ..transforms.split import split_names
@@ -265,11 +265,10 @@ def _build_tile(b: Builder, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage
     for outer in (a0 if ai is not None else None, b0):
         if outer is not None:          # the last, partial tile gets a loop of its own
             b.maybe(f"partition {outer}")
-    if ai is not None:                 # and the tiles of the last rows, split along b too
-        b.maybe(f"partition {b0}t")
-    if ai is not None:                 # the rows of every copy: the tile stays in registers
-        for loop in [l.iterator for l in ir.loops(b.program)]:
-            if loop == a1 or loop.startswith(a1 + "t"):
+    if ai is not None:
+        b.maybe(f"partition {b0}t")    # the tiles of the last rows, split along b too
+        for loop in [l.iterator for l in ir.loops(b.program)]:    # every copy's rows:
+            if loop == a1 or loop.startswith(a1 + "t"):           # its tile in registers
                 b.maybe(f"unroll {loop}")
     b.step(f"vectorize {b1}")
     prefetch_next_tile(b, acc, target)
@@ -285,9 +284,10 @@ def _broadcast_operands(program, acc: str, vector_loop: str) -> list:
     return []
 
 
-def precompute_operand(b: Builder, operand, at: str, row_loop) -> None:
-    """``precompute OPERAND at AT``: a broadcast of a computed scalar costs a multiply
-    and a shuffle per use, a broadcast of a buffer element a load. The buffer's dimension
+def precompute_operand(b: Builder, operand, at: str, row_loop) -> bool:
+    """``precompute OPERAND at AT`` (False when it does not apply): a broadcast of a
+    computed scalar costs a multiply and a shuffle per use, a broadcast of a buffer element
+    a load. The buffer's dimension
     over ``row_loop`` (the unrolled rows) goes last, so the rows' operands of one reduction
     step are adjacent, and its copy loops are ordered like it (contiguous stores)."""
     name = fresh(declared_names(b.program), "pre")
