@@ -19,6 +19,7 @@ from ..printer import print_expr
 from ..transforms import apply_step
 from ..transforms.base import NotApplicable
 from ..transforms.precompute import invariant_operands
+from ..transforms.scope import declared_dtype
 from ..transforms.prefetch import PREFETCH
 from ..transforms.split import split_names
 from ..transforms.util import declared_names, fresh
@@ -89,7 +90,7 @@ def _nest_tile_moves(program, pre, target, threads) -> list:
         bs = [it for it in spatial if last is not None and uses(last, it)]
         if not reduction or not bs:
             continue
-        itemsize = ITEMSIZE.get(_dtype_of(base, stmt.target.array), 4)
+        itemsize = ITEMSIZE.get(declared_dtype(base, stmt.target.array), 4)
         lanes = target.lanes(itemsize)
         bi = bs[-1]
         ais = [it for it in spatial if it != bi]
@@ -115,16 +116,6 @@ def _nest_tile_moves(program, pre, target, threads) -> list:
     if len(firsts) > 1:
         moves = _tile_chain(base, pre, firsts, parallel) + moves
     return moves
-
-
-def _dtype_of(program, name: str) -> str:
-    for decl in program.arrays:
-        if decl.name == name:
-            return decl.dtype
-    for stmt in ir.walk_stmts(program.body):
-        if isinstance(stmt, ir.Local) and stmt.name == name:
-            return stmt.dtype
-    return "f32"
 
 
 def _tile_sizes(base, ai, bi, reduction, target, itemsize) -> list:

@@ -24,7 +24,8 @@ loops inside L change and otherwise only values fixed in an iteration of L, uses
 of a loop inside L outside ``X``'s indices, stands outside ``select``, reads no array written
 inside L, reads arrays of the statements' type (f32, f64 or an integer type; f16 and bf16 are
 computed wider than they store), and the box is constant with at most 2^20 elements. The
-result is re-checked with the checker.
+result is re-checked with the checker where the box alone does not prove that every value
+it reads is initialised (a local or temp array, or a box derived by islpy).
 """
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ class Precompute(Transformation):
         return f"{self.name} EXPR at LOOP as NAME ({self.usage_note})"
 
     def parse(self, words):
-        if len(words) < 5 or words[-2] != "as" or words[-4] != "at" or "at" not in words:
+        if len(words) < 5 or words[-2] != "as" or words[-4] != "at":
             raise self.usage_error()
         expr = " ".join(words[:-4])
         if not expr:
@@ -154,7 +155,7 @@ class Precompute(Transformation):
         if stale:
             return (f"'{stale[0]}' is written inside loop '{loop_name}', so values computed "
                     "at the start of each iteration would go stale")
-        dtypes = {_dtype_of(program, s.target.array) for s, _ in found}
+        dtypes = {scope.declared_dtype(program, s.target.array) for s, _ in found}
         if len(dtypes) > 1:
             return f"'{text}' occurs in statements of different types ({', '.join(sorted(dtypes))})"
         dtype = dtypes.pop()
@@ -177,8 +178,11 @@ class Precompute(Transformation):
         if box.size > fp.MAX_ELEMENTS:
             return (f"'{text}' takes {box.size} values in '{loop_name}', more than the "
                     f"{fp.MAX_ELEMENTS} a local buffer may hold")
+        # an exact box of an in/inout array (or one its accesses cover) is read where the
+        # kernel already read it: only otherwise must the checker prove the copy initialised
+        proved = box.exact and (scope.kind_of(decl) in ("in", "inout") or bool(box.covering))
         return dict(loop=loop, path=path, expr=expr, access=x, box=box, refs=refs,
-                    dtype=ir.PROMOTED_DTYPES.get(dtype, dtype))
+                    dtype=ir.PROMOTED_DTYPES.get(dtype, dtype), proved=proved)
 
     def check(self, program, params):
         expr_text, loop_name, name = params
@@ -188,6 +192,8 @@ class Precompute(Transformation):
         problem = scope.name_problem(program, name)
         if problem:
             return problem
+        if plan["proved"]:
+            return None
         result = self._result(program, params, plan)
         return result if isinstance(result, str) else None
 
@@ -196,8 +202,8 @@ class Precompute(Transformation):
             new = _build(program, params[2], plan)
             errors = check_program(new)
             if errors:
-                return (f"the values of '{print_expr(plan['expr'])}' computed at the start "
-                        f"of '{params[1]}' would read what the kernel has not initialised "
+                return (f"computing '{print_expr(plan['expr'])}' at the start of "
+                        f"'{params[1]}' gives a program the checker rejects "
                         f"({errors[0].message})")
             return new
         return scope.CACHE.get(program, ("precompute-result",) + tuple(params), build)
@@ -206,7 +212,10 @@ class Precompute(Transformation):
         reason = self.check(program, params)
         if reason is not None:
             raise NotApplicable(reason)
-        return self._result(program, params, self._plan(program, params[0], params[1]))
+        result = self._result(program, params, self._plan(program, params[0], params[1]))
+        if isinstance(result, str):
+            raise NotApplicable(result)
+        return result
 
     # ------------------------------------------------------------------ enumeration
 
@@ -238,14 +247,6 @@ def invariant_operands(expr, iterator: str) -> list:
             any(isinstance(e, ir.Access) for e in ir.walk_expr(expr)):
         return [expr]
     return [found for kid in _children(expr) for found in invariant_operands(kid, iterator)]
-
-
-def _dtype_of(program, name: str) -> str:
-    """The declared type of an array or local (local names are unique in a program)."""
-    for s in ir.walk_stmts(program.body):
-        if isinstance(s, ir.Local) and s.name == name:
-            return s.dtype
-    return program.array(name).dtype
 
 
 def _innermost_loop(program, stmt):

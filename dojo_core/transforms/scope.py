@@ -64,6 +64,18 @@ def visible_decl(program, path, name):
     return program.array(name)
 
 
+def declared_dtype(program, name: str):
+    """The element type declared for an array of the kernel or a local anywhere in it
+    (local names are unique in a program), or None for an unknown name."""
+    for decl in program.arrays:
+        if decl.name == name:
+            return decl.dtype
+    for stmt in ir.walk_stmts(program.body):
+        if isinstance(stmt, ir.Local) and stmt.name == name:
+            return stmt.dtype
+    return None
+
+
 def kind_of(decl) -> str:
     return "local" if isinstance(decl, ir.Local) else decl.kind
 
