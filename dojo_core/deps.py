@@ -91,6 +91,27 @@ class Dependences:
                     return True
         return False
 
+    def reads_own_writes(self, stmt, fixed) -> bool:
+        """Does an instance of stmt read, in its value, an element of its target array that
+        an instance agreeing with it on the ``fixed`` iterators writes (in either order, the
+        same instance included)?  False guarantees that a reduction which also reads its
+        own array elsewhere (trisolv's ``x[i] += -L[i, j] * x[j]``, j < i) reads only
+        elements it never updates while ``fixed`` holds, so its updates may be reordered."""
+        m, target = self.model, stmt.assign.target
+        reads = [a for a in ir.walk_expr(stmt.assign.value)
+                 if isinstance(a, ir.Access) and a.array == target.array]
+        if not reads:
+            return False
+        write = m.index_texts(stmt, target, "_s")
+        scope = [f"v_{i}_s = v_{i}_t" for i in m.local_scope.get(target.array, ())]
+        base = [m.domain_text(stmt, "_s"), m.domain_text(stmt, "_t"), same(fixed)] + scope
+        for read in reads:
+            eqs = [f"{w} = {r}" for w, r in zip(write, m.index_texts(stmt, read, "_t"))]
+            text = " and ".join(base + eqs)
+            if not _parse_set(f"{{ [{_vars(stmt, stmt)}] : {text} }}").is_empty():
+                return True
+        return False
+
     def inside(self, iterator: str) -> list:
         """The statements nested in the loop of this iterator (iterator names are unique)."""
         return [s for s in self.statements if iterator in s.iterators]

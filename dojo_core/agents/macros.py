@@ -10,6 +10,9 @@ Ansor / MetaSchedule sketches use):
 * ``unit stride L``: in the nests of loop L whose innermost loop strides, bubble the loop
   that every access walks with stride 1 innermost and vectorize it (``strides.py``).
 * ``parallelize outer``: parallelize every outermost loop that can be.
+* ``vectorize varying xK``: cut the innermost loops whose trip count varies (triangular
+  solvers) into blocks of K vectors and a scalar tail, rfactor their reductions, and
+  vectorize the blocks (``varying.py``).
 * ``distribute``: fission loops whose body mixes statements and loops, so that reductions
   form perfect nests (an init nest and an update nest); in a loop that holds a
   contraction, a local used on both sides of a cut is expanded first (scalar expansion).
@@ -42,6 +45,7 @@ from .moves import (Builder, Move, distribute_steps, finish, parallelize_outer_s
 from .labels import tile_sizes
 from .strides import unit_stride_moves
 from .tiles import last_dim_layout, tile_moves
+from .varying import varying_extent_moves
 
 
 def macro_moves(program, tile=True, target=None, threads=None) -> list:
@@ -61,6 +65,7 @@ def macro_moves(program, tile=True, target=None, threads=None) -> list:
         if b.steps and len(b.steps) > 1:
             moves.append(Move("vectorize inner + parallelize outer", tuple(b.steps)))
     moves.extend(unit_stride_moves(program))
+    moves.extend(varying_extent_moves(program, target))
     if tile:
         try:
             moves.extend(tile_moves(program, target, threads))

@@ -89,8 +89,10 @@ def _touched(stmt: ir.Assign) -> list:
 
 def reduction_plan(gen, loop: ir.Loop):
     """[(position, assign)] of the reductions of a vector loop into elements invariant in
-    it; None when a reduction's target cannot be shown invariant or varying, or when an
-    invariant target is touched by another statement of the loop."""
+    it; None when a reduction's target cannot be shown invariant or varying, when an
+    invariant target is touched by another statement of the loop, or when the reduction's
+    value reads its own target element (other elements of its array it may read: vectorize
+    proved that the loop never updates them)."""
     plan = []
     body = loop.body
     for k, stmt in enumerate(body):
@@ -107,7 +109,7 @@ def reduction_plan(gen, loop: ir.Loop):
                 accesses = _touched(other)[1:] if j == k else _touched(other)
                 if j != k and any(a.array == stmt.target.array for a in accesses):
                     return None
-                if j == k and any(a.array == stmt.target.array for a in accesses):
+                if j == k and any(a == stmt.target for a in accesses):
                     return None
             plan.append((k, stmt))
     return plan

@@ -7,7 +7,8 @@ GPU blocks and threads without changing the results:
 - parallelize L: no dependence carried by L (within one iteration of the loops around it).
 - vectorize L: L is innermost with a constant extent, and the only dependences it carries
   are those of reductions (`+=`, `*=`, `max=`, `min=`) into elements that no other
-  statement of L touches and whose value does not read their own target (a `max=`/`min=`
+  statement of L touches and whose value reads no element of their own array that L
+  updates (exact: trisolv's `x[i] += -L[i, j] * x[j]` with j < i qualifies; a `max=`/`min=`
   into an i8 element only with a plain i8 element as its value: updates wrap modulo 256).
 - unroll L: a constant extent of at most 64, and at most 512 statements in the code once L
   and the unrolled loops around and inside it are copied out (compile time and code size
@@ -106,9 +107,12 @@ class Vectorize(_OneLoop):
         if n is None:
             return f"loop '{name}' has no constant extent"
         wrapped = _i8_names(program)
+        deps = dependences(program)
+        around = [l.iterator for l in loops_around(program, path)]
 
         def reductions(stmts):   # the code generator lowers them with vector accumulators
-            return {s.name for s in stmts if _is_lane_reduction(s, stmts, wrapped)}
+            return {s.name for s in stmts if _is_lane_reduction(
+                s, stmts, wrapped, lambda st: deps.reads_own_writes(st, around))}
         if carries_dependence(program, name, path, exempt=reductions):
             return (f"loop '{name}' carries a dependence that is not a reduction, "
                     "so its iterations cannot run as SIMD lanes")
@@ -123,9 +127,11 @@ def _i8_names(program) -> set:
     return names
 
 
-def _is_lane_reduction(stmt, loop_stmts, wrapped=frozenset()) -> bool:
+def _is_lane_reduction(stmt, loop_stmts, wrapped=frozenset(), reads_own_writes=None) -> bool:
     """A reduction whose target no other statement of the loop touches and whose value
-    does not read the target array (statements are poly.Statement, compared by name).
+    reads no element of the target array that the loop updates (``reads_own_writes(stmt)``,
+    exact; without it, no element of the target array at all); statements are
+    poly.Statement, compared by name.
     A max=/min= into an i8 element (``wrapped``: the i8 names) qualifies only with a plain
     i8 element as its value: every update wraps modulo 256, which commutes with max and min
     only for values already in the i8 range (+= and *= wrap alike in any order)."""
@@ -136,7 +142,8 @@ def _is_lane_reduction(stmt, loop_stmts, wrapped=frozenset()) -> bool:
     if target in wrapped and assign.op in ("max=", "min=") and not (
             isinstance(assign.value, ir.Access) and assign.value.array in wrapped):
         return False
-    if any(isinstance(a, ir.Access) and a.array == target for a in ir.walk_expr(assign.value)):
+    if any(isinstance(a, ir.Access) and a.array == target for a in ir.walk_expr(assign.value)) \
+            and (reads_own_writes is None or reads_own_writes(stmt)):
         return False
     for other in loop_stmts:
         if other.name == stmt.name:

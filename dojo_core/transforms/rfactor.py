@@ -13,7 +13,9 @@ lanes of a dot product while the loops around it are blocked or unrolled.
                                                   C[j] += P[k1r]
 
 L's body must be one reduction ``T[idx] op= e`` (op one of += *= max= min=) whose target
-does not vary with L and whose value does not read T. The partial buffer replaces the
+does not vary with L and whose value reads no element of T that the reduction updates
+within one run of R (exact dependences: cholesky's ``A[i, j] += -A[i, k] * A[j, k]``, k < j
+< i, qualifies). The partial buffer replaces the
 outermost loop R of the perfect nest of reduction loops around L (loops whose iterators
 ``idx`` does not use): it is set to op's identity before R, R reduces into ``P[L]``, and
 the partials are combined into ``T[idx]`` after R. L's extent may be a split tail
@@ -24,6 +26,7 @@ already makes (floating-point sums may round differently, within the dtype's tol
 from __future__ import annotations
 
 from .. import ir
+from ..deps import dependences
 from . import scope
 from .base import Transformation
 from .util import (body_at, declared_names, find_loop, fresh, loops_around, max_extent,
@@ -60,6 +63,16 @@ def _reduction_root(program, loop_name: str, target) -> list:
     return path[:depth]
 
 
+def _reads_own_updates(program, path, stmt) -> bool:
+    """Does the reduction (the one statement of the loop at path) read an element of its
+    target array that it updates within one run of its reduction root (exact)?"""
+    deps = dependences(program)
+    poly_stmt = next(s for s in deps.statements if s.positions == tuple(path) + (0,))
+    root = _reduction_root(program, poly_stmt.loops[-1].iterator, stmt.target)
+    fixed = [l.iterator for l in poly_stmt.loops[:len(root) - 1]]
+    return deps.reads_own_writes(poly_stmt, fixed)
+
+
 class RFactor(Transformation):
     name = "rfactor"
     grammar = "LOOP as NAME"
@@ -85,8 +98,9 @@ class RFactor(Transformation):
         if _indexes(stmt.target, loop_name):
             return f"the target of the reduction varies with '{loop_name}'"
         if any(isinstance(e, ir.Access) and e.array == stmt.target.array
-               for e in ir.walk_expr(stmt.value)):
-            return f"the reduction's value reads '{stmt.target.array}', the array it reduces into"
+               for e in ir.walk_expr(stmt.value)) and _reads_own_updates(program, path, stmt):
+            return (f"the reduction's value reads elements of '{stmt.target.array}' that the "
+                    "reduction updates")
         slots = max_extent(loop, program.size_values)
         if slots is None:
             return f"loop '{loop_name}' has no constant bound on its trip count"

@@ -156,6 +156,31 @@ def test_thread_limit():
     assert explain(p, "bind j gpu.thread.y") == "1536 threads per block exceed the limit of 1024"
 
 
+FORWARD = kernel_text("forward(N = 20)", "in L: f64[N, N]; out x: f64[N]", """\
+for i in 0..N:
+  x[i] = 1
+  for j0 in 0..i // 4:
+    for j1 in 0..4:
+      x[i] += -L[i, 4*j0 + j1] * x[4*j0 + j1]
+""")
+
+
+def test_a_reduction_reading_other_elements_of_its_array_vectorizes():
+    # x[j] with j < i is never the x[i] the loop updates (exact dependences), so the
+    # sum may be reassociated into lanes: the result matches the scalar kernel
+    p = steps(FORWARD, "vectorize j1")
+    assert "for j1 in 0..4 vector:" in print_program(p)
+    assert_same_outputs(parse(FORWARD), p, seed=3)
+
+
+def test_a_reduction_reading_an_element_it_updates_does_not_vectorize():
+    # x[4*j0 + j1] reaches x[i] itself when the blocks run up to i + 1
+    reaching = FORWARD.replace("i // 4", "(i + 4) // 4").replace("in L: f64[N, N]", "in L: f64[N, N + 4]")
+    why = explain(parse(reaching), "vectorize j1")
+    assert why is not None and why.startswith("loop 'j1' carries a dependence that is not a "
+                                              "reduction"), why
+
+
 def test_reduction_vectorizes_but_does_not_parallelize():
     p = parse(MATMUL)
     assert explain(p, "vectorize k") is None

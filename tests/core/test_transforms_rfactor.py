@@ -2,6 +2,7 @@
 give the untransformed kernel's outputs (interpreted and compiled), tails included."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from dojo_core import harness
@@ -70,6 +71,28 @@ def test_rfactor_makes_the_lane_loop_vectorizable_as_plain_lanes():
     assert result["verified"], result
 
 
+CHOLESKY_ROW = kernel_text("chol(N = 24)", "inout A: f64[N, N]", """\
+for i in 0..N:
+  for j in 0..i:
+    for k in 0..j:
+      A[i, j] += -A[i, k] * A[j, k]
+    A[i, j] = A[i, j] / A[j, j]
+""")
+
+
+def test_rfactor_of_a_reduction_reading_other_elements_of_its_array():
+    # A[i, k] and A[j, k] (k < j < i) are never the A[i, j] being reduced: exact, so the
+    # partial sums are legal; outputs as before, the triangular tail included
+    p = steps(CHOLESKY_ROW, "split k by 4", "partition k0", "rfactor k1 as P", "vectorize k1")
+    text = print_program(p)
+    assert "P[k1] += -A[i, 4*k0 + k1] * A[j, 4*k0 + k1]" in text and "A[i, j] += P[k1r]" in text
+    original = parse(CHOLESKY_ROW)
+    inputs = random_inputs(original, 2)
+    inputs["A"] = inputs["A"] @ inputs["A"].T + 24 * np.eye(24)   # positive definite
+    result = harness.verify(p, original, inputs, reference="interp")
+    assert result["verified"], result
+
+
 def test_rfactor_is_offered_with_a_free_name():
     p = steps(GEMV, "split k by 16")
     offered = [a.text for a in actions(p) if a.kind == "rfactor"]
@@ -86,7 +109,10 @@ def test_rfactor_is_offered_with_a_free_name():
      "the target of the reduction varies with 'k'"),
     ("kernel t(N = 8)\ninout y: f32[N]\n\nfor i in 0..N:\n  for k in 0..N:\n"
      "    y[i] += y[i] * 2\n", (), "rfactor k as r",
-     "the reduction's value reads 'y', the array it reduces into"),
+     "the reduction's value reads elements of 'y' that the reduction updates"),
+    ("kernel t(N = 8)\ninout A: f32[N, N]\n\nfor i in 0..N:\n  for j in 0..N:\n"
+     "    for k in 0..N:\n      A[i, j] += A[i, k] * A[k, j]\n", (), "rfactor k as r",
+     "the reduction's value reads elements of 'A' that the reduction updates"),
     (GEMV, (), "rfactor k as A", "the name 'A' is already taken"),
     (IMAX, (), "rfactor k as r", "max= of the integer 'm' has no identity to start from"),
     (GEMV.replace("K = 40", "K = 5000"), (), "rfactor k as r",
