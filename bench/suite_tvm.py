@@ -216,6 +216,15 @@ def doitgen(te, s, dt):
     return [("A", A), ("C4", C4)], [("A", Ao)]
 
 
+def batched_matmul(te, s, dt):
+    nb, n, m, kk = s["BATCH"], s["N"], s["M"], s["K"]
+    A = te.placeholder((nb, n, kk), dt, name="A")
+    B = te.placeholder((nb, kk, m), dt, name="B")
+    k = te.reduce_axis((0, kk), name="k")
+    C = te.compute((nb, n, m), lambda b, i, j: te.sum(A[b, i, k] * B[b, k, j], axis=k), name="C")
+    return [("A", A), ("B", B)], [("C", C)]
+
+
 def conv1d(te, s, dt):
     n, c, l_, f, kw = s["N"], s["C"], s["L"], s["F"], s["K"]
     X = te.placeholder((n, c, l_ + kw - 1), dt, name="X")
@@ -252,7 +261,8 @@ def linear_bias_gelu(te, s, dt):
 
 
 TWINS = {f.__name__: f for f in (gemm, k2mm, k3mm, syrk, syr2k, atax, bicg, mvt, gemver, gesummv,
-                                 doitgen, conv1d, dilated_conv2d, linear_bias_gelu)}
+                                 doitgen, batched_matmul, conv1d, dilated_conv2d,
+                                 linear_bias_gelu)}
 
 
 # ---------------------------------------------------------------------------- running one

@@ -48,6 +48,10 @@ def batched_transpose(x, s):
     return {"Y": np.ascontiguousarray(np.swapaxes(x["X"], 1, 2))}
 
 
+def batched_matmul(x, s):
+    return {"C": np.matmul(x["A"], x["B"])}
+
+
 def col_mean(x, s):
     return {"Y": x["X"].mean(axis=0)}
 
@@ -109,6 +113,11 @@ ENTRIES = [
         batched_transpose, None,
         datasets(B=(8, 16), N=(128, 512), M=(256, 512)),
         {"B": 3, "N": 5, "M": 7}, peer=True),
+    SuiteKernel(
+        "batched_matmul", "Batched matrix product C[b] = A[b] B[b]", "ml", batched_matmul,
+        lambda s: 2 * s["BATCH"] * s["N"] * s["M"] * s["K"],
+        datasets(BATCH=(8, 16), N=(128, 256), M=(128, 256), K=(128, 256)),
+        {"BATCH": 3, "N": 5, "M": 7, "K": 6}, peer=True),
     SuiteKernel(
         "col_mean", "Column means (reduction over axis 0)", "ml", col_mean,
         lambda s: s["N"] * s["M"] + s["M"],

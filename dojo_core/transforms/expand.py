@@ -13,8 +13,11 @@ Always legal where it applies: a local is fresh in every iteration of the loop t
 it (the checker refuses a read before a write), so each iteration had its own copy and now
 has its own slot, which no other iteration touches; every value flows as before. This is
 what lets `fission` split L between the statement that writes T and one that reads it (the
-row sums of attention, wanted after the product with V). Refused: an extent of L that is not
-constant at the program's sizes, `in register` and `in shared` locals (a register tile or a
+row sums of attention, wanted after the product with V). A local of a loop whose extent varies
+with the loops around it (``for j in i..N``) gets as many slots as the extent's constant bound
+over their ranges (interval arithmetic), and iteration L uses slot ``L - lo``. Refused: a
+temp's loop whose extent is not constant at the program's sizes, a local's loop without a
+constant bound on its extent, `in register` and `in shared` locals (a register tile or a
 block's shared buffer does not grow by a loop's extent), an expanded buffer of more elements
 than a local may hold (footprint.MAX_ELEMENTS), and loops bound to the GPU grid (the slot
 array would have to live outside the generated kernel). An `in stack` local loses that
@@ -28,6 +31,7 @@ from .. import ir
 from ..affine import simplify, sub
 from ..poly import const_value
 from . import footprint as fp
+from .footprint_affine import extent_bound
 from . import scope
 from .base import Transformation
 from .fission import uses_array
@@ -66,7 +70,7 @@ class Expand(Transformation):
             return f"'{name}' is not a local declared directly in the body of loop '{where}'"
         if decl.space in ("register", "shared"):
             return f"'{name}' lives in {decl.space} storage, which cannot grow by a loop's extent"
-        count = _loop_extent(program, loop, where)
+        count = _loop_extent(program, loop, where, bounded=True)
         if isinstance(count, str):
             return count
         size = count * prod(const_value(d, program.size_values) for d in decl.dims)
@@ -84,7 +88,7 @@ class Expand(Transformation):
         count = simplify(sub(loop.hi, loop.lo))       # in the sizes' names where it can be
         if any(isinstance(n, ir.Var) and n.name not in program.size_values
                for n in ir.walk_expr(count)):
-            count = ir.Const(extent(loop, program.size_values))
+            count = ir.Const(_loop_extent(program, loop, where, bounded=True))
         slot = simplify(sub(ir.Var(where), loop.lo))
         body = scope.rewrite_accesses([s for s in loop.body if s is not decl], name,
                                       lambda a: ir.Access(a.array, (slot,) + a.indices, a.loc))
@@ -92,12 +96,16 @@ class Expand(Transformation):
         return replace_at(program, path, [expanded, with_body(loop, body)])
 
 
-def _loop_extent(program, loop, where: str):
+def _loop_extent(program, loop, where: str, bounded: bool = False):
     """The constant extent of ``loop`` (named ``where``), or the reason a buffer cannot grow
-    by it: the loop is bound to the GPU grid, or its extent is not constant here."""
+    by it: the loop is bound to the GPU grid, or its extent is not constant here. With
+    ``bounded``, an extent that varies with outer loops gives its constant bound instead
+    (``extent_bound``: slots ``L - lo`` of every iteration fit below it)."""
     if any(a.startswith("gpu.") for a in loop.annotations):
         return f"loop '{where}' is bound to the GPU grid"
     count = extent(loop, program.size_values)
+    if count is None and bounded:
+        count = extent_bound(program, loop) or None
     if count is None:
         return f"loop '{where}' has no constant extent at these sizes"
     return count

@@ -15,7 +15,7 @@ element of the box.
 from __future__ import annotations
 
 from .. import ir
-from ..affine import _NotLinear, from_linear, linear, sub
+from ..affine import _NotLinear, from_linear, linear, simplify, sub
 from ..poly import const_value
 from .footprint_box import Box, var_names
 from .scope import CACHE
@@ -57,6 +57,15 @@ def interval(expr, env: dict, sizes: dict):
         f = min if expr.func == "min" else max
         return f(p[0] for p in parts), f(p[1] for p in parts)
     return None
+
+
+def extent_bound(program, loop):
+    """A constant bound on ``loop``'s trip count over every iteration of the loops around
+    it (interval arithmetic over their ranges: ``for j in i..N`` inside ``for i in 0..N``
+    gives N), or None when there is none. Never below the largest trip count."""
+    env = _loop_facts(program)[0]
+    iv = interval(simplify(sub(loop.hi, loop.lo)), env, program.size_values)
+    return None if iv is None else max(iv[1], 0)
 
 
 def _loop_facts(program) -> tuple:

@@ -60,3 +60,23 @@ def test_the_macro_is_offered_among_the_agents_moves():
     program = suite.load("trisolv", "f64", {"N": 37})
     labels = [m.label for m in macro_moves(program, target="x86-avx2", threads=1)]
     assert "vectorize varying x1" in labels
+
+
+def test_after_the_unit_stride_move_the_upper_triangle_vectorizes():
+    # ludcmp's U rows: w2 expanded over j2 in i..N (slots j2 - i), j2 interchanged inside
+    # k2, then the varying-extent blocks vectorize it
+    from dojo_core.agents.strides import unit_stride_moves
+    program = suite.load("ludcmp", "f64", {"N": 21})
+    first = unit_stride_moves(program)[0].steps
+    assert first[0] == "expand w2 at j2" and any(s.startswith("interchange") for s in first)
+    state = replay(program, list(first))
+    then = varying_extent_moves(state, "x86-avx2")[0].steps
+    final = replay(state, list(then))
+    text = print_program(final)
+    assert "local w2: f64[21]" in text
+    assert ("    for j50 in 0..(N - i) // 4:\n      for j51 in 0..4 vector:\n"
+            "        w2[4*j50 + j51] += -A[i, k2] * A[k2, i + 4*j50 + j51]") in text
+    inputs = suite.random_inputs("ludcmp", program, 0)
+    want, got = interp.run(program, inputs), interp.run(final, inputs)
+    np.testing.assert_allclose(got["x"], want["x"], rtol=1e-9, atol=1e-9)
+    assert harness.verify(final, program, inputs, reference="interp")["verified"]

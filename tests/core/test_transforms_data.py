@@ -578,6 +578,27 @@ for i in 0..N:
     B[i, j] = t
 """)
 
+TRIANGLE_TEMP = kernel_text("tt(N = 6)", "in A: f32[N, N]; out B: f32[N, N]; temp T: f32[N]", """\
+for i in 0..N:
+  for j in 0..i + 1:
+    for k in 0..N:
+      T[k] = A[i, k]
+    B[i, j] = T[j]
+""")
+
+
+def test_expand_over_a_loop_of_varying_extent_takes_its_bound():
+    # j runs 0..i + 1 with i < 6: six slots hold every iteration's copy
+    golden(TRIANGLE_LOCAL, ["expand t at j"], kernel_text(
+        "tl(N = 6)", "in A: f32[N, N]; out B: f32[N, N]", """\
+for i in 0..N:
+  local t: f32[6]
+  for j in 0..i + 1:
+    t[j] = A[i, j] + 1
+    B[i, j] = t[j]
+"""))
+
+
 REFUSALS = [
     # stage
     ("stage-no-loop", TILED, "stage B at q as Bt",
@@ -639,7 +660,7 @@ REFUSALS = [
      "cannot grow by a loop's extent"),
     ("expand-gpu", GPU_LOCAL, "expand t at i1",
      "loop 'i1' is bound to the GPU grid"),
-    ("expand-varying-extent", TRIANGLE_LOCAL, "expand t at j",
+    ("expand-varying-extent", TRIANGLE_TEMP, "expand T at j",
      "loop 'j' has no constant extent at these sizes"),
     ("expand-too-big", BIG_LOCAL, "expand t at i",
      "'t' expanded over 'i' would have 2097152 elements, more than the 1048576 a local "
