@@ -129,8 +129,11 @@ def _tile_sizes(base, ai, bi, reduction, target, itemsize) -> list:
     for rank, shape in enumerate(shapes):
         if n_b is not None and shape.cols >= n_b:
             continue
-        blocks = [b for b in reduction_blocks(target, itemsize, shape.cols)
-                  if n_r is None or b < n_r]
+        blocks = reduction_blocks(target, itemsize, shape.cols)
+        # a reduction whose whole panel fits the blocks' room is not blocked: a block
+        # would only reload the tile's accumulators once more per block
+        blocks = [b for b in blocks if n_r is None or b < n_r] \
+            if n_r is None or n_r > blocks[0] else []
         sizes.append((shape.rows if ai else None, shape.cols, blocks, rank))
     return sizes
 

@@ -90,6 +90,17 @@ def test_tile_macros_of_an_f64_gemm_fit_each_target(name):
 
 
 @pytest.mark.parametrize("name", ["x86-avx2", "x86-avx512"])
+def test_a_reduction_whose_panel_fits_is_not_blocked(name):
+    """K = 64 f64: the whole panel of any tile fits half of L1, so every tile runs the whole
+    reduction; at K = 1024 it does not, and blocked tiles come too."""
+    target = TARGETS[name]
+    small = load_suite("gemm", "f64", {"NI": 64, "NJ": 64, "NK": 64})
+    assert {_sizes(m.label)[-1] for m in tile_moves(small, target)} == {"all"}
+    large = load_suite("gemm", "f64", {"NI": 64, "NJ": 64, "NK": 1024})
+    assert len({_sizes(m.label)[-1] for m in tile_moves(large, target)}) > 1
+
+
+@pytest.mark.parametrize("name", ["x86-avx2", "x86-avx512"])
 def test_every_tile_move_replays_where_sizes_leave_tails(name):
     """Sizes that leave tails (36 rows: 8-row tiles) change which steps apply (no
     unroll of a tail loop): each tail pattern gets a structure of its own, so that no move
