@@ -52,7 +52,7 @@ def _eval(expr, env: dict) -> float:
     raise ValueError("not evaluable")
 
 
-def _stride(access: ir.Access, iterator: str) -> str:
+def stride_kind(access: ir.Access, iterator: str) -> str:
     """'invariant', 'unit' or 'strided' for an access as ``iterator`` advances."""
     coeffs = []
     for index in access.indices:
@@ -211,13 +211,13 @@ class _Walker:
                 self.lbytes += nbytes
         for depth, info in enumerate(stack):
             for a in accesses:
-                info.counts[_stride(a, info.loop.iterator)] += 1
-            if reduction and _stride(stmt.target, info.loop.iterator) == "invariant":
+                info.counts[stride_kind(a, info.loop.iterator)] += 1
+            if reduction and stride_kind(stmt.target, info.loop.iterator) == "invariant":
                 info.carried_reduction = True
         if not stack:
             return
         inner = stack[-1]
-        kinds = [_stride(a, inner.loop.iterator) for a in accesses]
+        kinds = [stride_kind(a, inner.loop.iterator) for a in accesses]
         for k in kinds:
             self.acc[k] += trips
         if "vector" in inner.loop.annotations:
@@ -234,7 +234,7 @@ class _Walker:
             for a in accesses:
                 n = 1
                 for info in (outer, inner):
-                    if _stride(a, info.loop.iterator) != "invariant":
+                    if stride_kind(a, info.loop.iterator) != "invariant":
                         n *= info.extent
                 fp2 += n * DTYPE_BYTES.get(self.dtypes.get(a.array, "f32"), 4)
             self.inner2_over = max(self.inner2_over, float(fp2 > L1_BYTES))

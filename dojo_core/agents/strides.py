@@ -8,6 +8,9 @@ and Polly's schedules) is built from legal steps: the scalar locals of a loop ge
 per iteration (``expand``), the loop's body is cut into perfect nests (``distribute``), and
 in each nest whose innermost loop strides, a loop that is unit-stride for every access
 of the nest is bubbled innermost (adjacent interchanges, each checked) and vectorized.
+Where only private buffers (temps, locals) stride along that loop, they are laid out with
+its dimension last first (``layout``: PolyBench adi's ``p[i, j]`` and ``q[i, j]``, whose
+sweep along j runs for every i).
 
     for j in 0..M:                      for j2 in 0..M:
       mx = -inf                           mx[j2] = -inf
@@ -22,7 +25,8 @@ from __future__ import annotations
 from .. import ir
 from ..transforms.base import NotApplicable
 from .moves import Builder, Move, bubble, distribute_steps, finish
-from .state_analysis import analyze
+from .state_analysis import analyze, stride_kind
+from .tiles import last_dim_layout
 
 
 def unit_stride_moves(program) -> list:
@@ -82,7 +86,7 @@ def _perfect_chains(program) -> list:
 def _bubble_unit_stride(b: Builder) -> bool:
     """Bubble, in every perfect nest whose innermost loop strides, the innermost loop that
     is unit-stride for every access of the nest; True when some nest changed."""
-    changed = False
+    changed, relaid = False, set()
     for _ in range(16):
         loops = analyze(b.program).loops
         for chain in _perfect_chains(b.program):
@@ -92,10 +96,13 @@ def _bubble_unit_stride(b: Builder) -> bool:
             unit = [l.iterator for l in chain[:-1] if l.iterator in loops
                     and not loops[l.iterator].counts["strided"]
                     and loops[l.iterator].counts["unit"] and not l.annotations]
-            if not unit:
-                continue
-            order = [l.iterator for l in chain if l.iterator != unit[-1]] + [unit[-1]]
             trial = Builder(b.program)
+            if not unit:
+                moved = _relayout(trial, chain, relaid)
+                if moved is None:
+                    continue
+                unit = [moved]
+            order = [l.iterator for l in chain if l.iterator != unit[-1]] + [unit[-1]]
             try:
                 bubble(trial, order)
             except NotApplicable:
@@ -106,3 +113,41 @@ def _bubble_unit_stride(b: Builder) -> bool:
         else:
             return changed
     return changed
+
+
+def _relayout(b: Builder, chain, relaid: set) -> str:
+    """The outer loop of the chain that is unit-stride for every access once the private
+    buffers (temps and locals) it strides through are laid out with its dimension last,
+    those ``layout`` steps applied to ``b`` and the buffers added to ``relaid``; None
+    (``b`` unchanged) when there is none. An interface array's layout is the caller's, and
+    a buffer in ``relaid`` keeps the layout an earlier nest chose (two nests that want
+    opposite layouts would otherwise flip it back and forth), so a loop striding through
+    one of those is never chosen."""
+    accesses = [a for s in ir.walk_stmts(chain[-1].body) if isinstance(s, ir.Assign)
+                for a in [s.target, *ir.walk_expr(s.value)] if isinstance(a, ir.Access)]
+    interface = {d.name for d in b.program.arrays if d.kind != "temp"}
+    for loop in reversed(chain[:-1]):
+        kinds = [stride_kind(a, loop.iterator) for a in accesses]
+        strided = {a.array for a, k in zip(accesses, kinds) if k == "strided"}
+        if loop.annotations or not strided or strided & (interface | relaid) \
+                or "unit" not in kinds:
+            continue
+        trial = Builder(b.program)
+        steps = [last_dim_layout(b.program, name, loop.iterator) for name in sorted(strided)]
+        if None in steps or not all(trial.maybe(step) for step in steps):
+            continue
+        after = [a for s in ir.walk_stmts(_chain_at(trial.program, chain))
+                 if isinstance(s, ir.Assign)
+                 for a in [s.target, *ir.walk_expr(s.value)] if isinstance(a, ir.Access)]
+        if any(stride_kind(a, loop.iterator) == "strided" for a in after):
+            continue
+        b.program, b.steps = trial.program, b.steps + trial.steps
+        relaid.update(strided)
+        return loop.iterator
+    return None
+
+
+def _chain_at(program, chain) -> list:
+    """The statements of the chain's innermost loop in ``program`` (found by iterator)."""
+    inner = next(l for l in ir.loops(program) if l.iterator == chain[-1].iterator)
+    return list(inner.body)

@@ -49,3 +49,22 @@ def test_the_macro_is_offered_by_macro_moves():
     program = suite.load("softmax_cols", "f64", {"N": 7, "M": 12})
     labels = [m.label for m in macro_moves(program, target="x86-avx2", threads=1)]
     assert "unit stride j" in labels
+
+
+def test_private_buffers_are_laid_out_so_the_independent_loop_runs_unit_stride():
+    """PolyBench adi sweeps along j for every i, through temps p[i, j] and q[i, j]: laid
+    out as [j, i], every access of the sweep is unit-stride in i, which goes innermost and
+    vectorizes; the interface array u keeps its layout, and each temp is laid out once
+    (the two sweeps want opposite layouts of p and q)."""
+    program = suite.load("adi", "f64", {"TSTEPS": 3, "N": 12})
+    moves = unit_stride_moves(program)
+    assert len(moves) == 1
+    steps = moves[0].steps
+    layouts = [s for s in steps if s.startswith("layout")]
+    assert layouts == ["layout p 1 0", "layout q 1 0", "layout v 1 0"]
+    text = print_program(replay(program, list(steps)))
+    assert ("  for j in 1..N - 1:\n    for i5 in 1..N - 1 vector:\n"
+            "      p[j, i5] = -c / (a * p[j - 1, i5] + b)\n") in text
+    inputs = suite.random_inputs("adi", program, 0)
+    want, got = interp.run(program, inputs), interp.run(replay(program, list(steps)), inputs)
+    np.testing.assert_allclose(got["u"], want["u"], rtol=1e-12, atol=1e-12)

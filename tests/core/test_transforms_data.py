@@ -599,6 +599,14 @@ for i in 0..N:
 """))
 
 
+TAIL_LOCAL = kernel_text("tl(N = 12)", "in A: f32[N, N]; out B: f32[N, N]", """\
+for i in 0..N:
+  for j0t in max(i // 4, 0)..(i + 3) // 4:
+    local t: f32
+    t = A[i, j0t] + 1
+    B[i, j0t] = t
+""")
+
 REFUSALS = [
     # stage
     ("stage-no-loop", TILED, "stage B at q as Bt",
@@ -662,6 +670,9 @@ REFUSALS = [
      "loop 'i1' is bound to the GPU grid"),
     ("expand-varying-extent", TRIANGLE_TEMP, "expand T at j",
      "loop 'j' has no constant extent at these sizes"),
+    ("expand-minmax-start", TAIL_LOCAL, "expand t at j0t",
+     "loop 'j0t' starts at a min() or max(), so its slots 'j0t' - start would not be an "
+     "affine index"),
     ("expand-too-big", BIG_LOCAL, "expand t at i",
      "'t' expanded over 'i' would have 2097152 elements, more than the 1048576 a local "
      "buffer may hold"),
