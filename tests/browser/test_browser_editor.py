@@ -85,8 +85,8 @@ def test_gallery_new_session_click_loop_apply_diff_undo_share_fork(server, conte
     assert page.locator("#tree-0 .branches, #tree-0 ~ li").count() >= 1      # a branch off the root
 
     # the shared URL in a fresh browser context (another, anonymous visitor)
-    share = page.locator("#share-url").input_value()
-    assert share == f"{server.url}/s/{sid}/?step=2"                 # the link carries the viewed step
+    share = f"{server.url}/s/{sid}/?step=2"                        # the link carries the viewed step
+    expect(page.locator("#share-url")).to_have_value(share)         # (it follows the swap)
     other_ctx = browser.new_context(viewport={"width": 1440, "height": 1000})
     other_ctx.set_default_timeout(15000)
     other = other_ctx.new_page()
