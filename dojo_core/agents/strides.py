@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..transforms.base import NotApplicable
+from ..transforms.util import accesses_in
 from .moves import Builder, Move, bubble, distribute_steps, finish
 from .state_analysis import analyze, stride_kind
 from .tiles import last_dim_layout
@@ -123,8 +124,7 @@ def _relayout(b: Builder, chain, relaid: set) -> str:
     a buffer in ``relaid`` keeps the layout an earlier nest chose (two nests that want
     opposite layouts would otherwise flip it back and forth), so a loop striding through
     one of those is never chosen."""
-    accesses = [a for s in ir.walk_stmts(chain[-1].body) if isinstance(s, ir.Assign)
-                for a in [s.target, *ir.walk_expr(s.value)] if isinstance(a, ir.Access)]
+    accesses = accesses_in(chain[-1].body)
     interface = {d.name for d in b.program.arrays if d.kind != "temp"}
     for loop in reversed(chain[:-1]):
         kinds = [stride_kind(a, loop.iterator) for a in accesses]
@@ -136,18 +136,10 @@ def _relayout(b: Builder, chain, relaid: set) -> str:
         steps = [last_dim_layout(b.program, name, loop.iterator) for name in sorted(strided)]
         if None in steps or not all(trial.maybe(step) for step in steps):
             continue
-        after = [a for s in ir.walk_stmts(_chain_at(trial.program, chain))
-                 if isinstance(s, ir.Assign)
-                 for a in [s.target, *ir.walk_expr(s.value)] if isinstance(a, ir.Access)]
-        if any(stride_kind(a, loop.iterator) == "strided" for a in after):
+        inner = next(l for l in ir.loops(trial.program) if l.iterator == chain[-1].iterator)
+        if any(stride_kind(a, loop.iterator) == "strided" for a in accesses_in(inner.body)):
             continue
         b.program, b.steps = trial.program, b.steps + trial.steps
         relaid.update(strided)
         return loop.iterator
     return None
-
-
-def _chain_at(program, chain) -> list:
-    """The statements of the chain's innermost loop in ``program`` (found by iterator)."""
-    inner = next(l for l in ir.loops(program) if l.iterator == chain[-1].iterator)
-    return list(inner.body)
