@@ -17,7 +17,8 @@ row sums of attention, wanted after the product with V). A local of a loop whose
 with the loops around it (``for j in i..N``) gets as many slots as the extent's constant bound
 over their ranges (interval arithmetic), and iteration L uses slot ``L - lo``. Refused: a
 temp's loop whose extent is not constant at the program's sizes, a local's loop without a
-constant bound on its extent or starting at a min()/max() (the slot index would not be affine), `in register` and `in shared` locals (a register tile or a
+constant bound on its extent or starting at a min()/max() (the slot index would not be
+affine), `in register` and `in shared` locals (a register tile or a
 block's shared buffer does not grow by a loop's extent), an expanded buffer of more elements
 than a local may hold (footprint.MAX_ELEMENTS), and loops bound to the GPU grid (the slot
 array would have to live outside the generated kernel). An `in stack` local loses that
