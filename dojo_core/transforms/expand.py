@@ -29,7 +29,7 @@ from __future__ import annotations
 from math import prod
 
 from .. import ir
-from ..affine import simplify, sub
+from ..affine import add, simplify, sub
 from ..poly import const_value
 from . import footprint as fp
 from .footprint_affine import extent_bound
@@ -184,7 +184,8 @@ def _expand_temp(program, temp, loop, path):
     count = simplify(sub(loop.hi, loop.lo))
     slot = simplify(sub(ir.Var(loop.iterator), loop.lo))
     body = scope.rewrite_accesses(loop.body, temp.name,
-                                  lambda a: ir.Access(a.array, (slot,) + a.indices, a.loc))
+                                  lambda a: ir.Access(a.array, (slot,) + a.indices, a.loc),
+                                  box=lambda ranges: ((slot, simplify(add(slot, ir.Const(1)))),) + ranges)
     new = replace_at(program, path, [with_body(loop, body)])
     arrays = tuple(ir.ArrayDecl(d.kind, d.name, d.dtype, (count,) + tuple(d.dims), d.loc)
                    if d.name == temp.name else d for d in new.arrays)

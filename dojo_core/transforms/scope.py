@@ -80,8 +80,11 @@ def kind_of(decl) -> str:
     return "local" if isinstance(decl, ir.Local) else decl.kind
 
 
-def rewrite_accesses(stmts, array: str, fn) -> tuple:
-    """The statements with every access to `array` (targets and reads) replaced by fn(access)."""
+def rewrite_accesses(stmts, array: str, fn, box=None) -> tuple:
+    """The statements with every access to `array` (targets and reads) replaced by fn(access).
+    A prefetch of `array` gets ``box(ranges)`` as its ranges when ``box`` is given (a
+    rewrite that changes the array's dimensions must say how its boxes change), else it is
+    kept as it is (the array itself is unchanged: its accesses now read another buffer)."""
     def expr(e):
         return ir.map_expr(e, lambda n: fn(n) if isinstance(n, ir.Access) and n.array == array
                            else n)
@@ -89,10 +92,12 @@ def rewrite_accesses(stmts, array: str, fn) -> tuple:
     for s in stmts:
         if isinstance(s, ir.Loop):
             out.append(ir.Loop(s.iterator, s.lo, s.hi, s.annotations,
-                               rewrite_accesses(s.body, array, fn), s.loc))
+                               rewrite_accesses(s.body, array, fn, box), s.loc))
         elif isinstance(s, ir.Assign):
             t = fn(s.target) if s.target.array == array else s.target
             out.append(ir.Assign(t, s.op, expr(s.value), s.loc))
+        elif isinstance(s, ir.Prefetch) and s.array == array and box is not None:
+            out.append(ir.Prefetch(s.array, box(s.ranges), s.loc))
         else:
             out.append(s)
     return tuple(out)

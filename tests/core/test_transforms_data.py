@@ -599,6 +599,31 @@ for i in 0..N:
 """))
 
 
+PREFETCHED_TEMP = kernel_text("pt(N = 6)", "in A: f32[N, N]; out B: f32[N, N]; temp T: f32[N]", """\
+for i in 0..N:
+  prefetch T[0..N]
+  for k in 0..N:
+    T[k] = A[i, k]
+  for j in 0..N:
+    B[i, j] = T[j]
+""")
+
+
+def test_expand_of_a_temp_gives_its_prefetch_boxes_the_slot():
+    # the prefetch inside the loop touches this iteration's copy: one more range, and
+    # the program stays valid for the next step (a stale box of rank 1 crashed layout)
+    after = golden(PREFETCHED_TEMP, ["expand T at i"], kernel_text(
+        "pt(N = 6)", "in A: f32[N, N]; out B: f32[N, N]; temp T: f32[N, N]", """\
+for i in 0..N:
+  prefetch T[i, 0..N]
+  for k in 0..N:
+    T[i, k] = A[i, k]
+  for j in 0..N:
+    B[i, j] = T[i, j]
+"""))
+    assert apply_step(after, "layout T 1 0") is not None
+
+
 TAIL_LOCAL = kernel_text("tl(N = 12)", "in A: f32[N, N]; out B: f32[N, N]", """\
 for i in 0..N:
   for j0t in max(i // 4, 0)..(i + 3) // 4:
