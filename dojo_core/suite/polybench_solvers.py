@@ -282,7 +282,7 @@ ENTRIES = [
               durbin_flops, datasets(N=(400, 2000)), {"N": 18}, peer=True,
               make_inputs=durbin_inputs),
     polybench(gramschmidt, "polybench/solvers", "QR decomposition by modified Gram-Schmidt",
-              gramschmidt_flops, datasets(M=(200, 1000), N=(240, 1200)), {"M": 20, "N": 14},
+              gramschmidt_flops, datasets(M=(240, 1200), N=(200, 1000)), {"M": 20, "N": 14},
               make_inputs=gramschmidt_inputs),
     polybench(lu, "polybench/solvers", "in-place LU decomposition without pivoting", lu_flops,
               datasets(N=(400, 2000)), {"N": 20}, make_inputs=dominant_inputs),
