@@ -183,9 +183,10 @@ def _stores_every_element(stmt, temp, sizes) -> bool:
 def _expand_temp(program, temp, loop, path):
     count = simplify(sub(loop.hi, loop.lo))
     slot = simplify(sub(ir.Var(loop.iterator), loop.lo))
+    this_slot = (slot, simplify(add(slot, ir.Const(1))))       # a prefetch's range
     body = scope.rewrite_accesses(loop.body, temp.name,
                                   lambda a: ir.Access(a.array, (slot,) + a.indices, a.loc),
-                                  box=lambda ranges: ((slot, simplify(add(slot, ir.Const(1)))),) + ranges)
+                                  box=lambda ranges: (this_slot,) + ranges)
     new = replace_at(program, path, [with_body(loop, body)])
     arrays = tuple(ir.ArrayDecl(d.kind, d.name, d.dtype, (count,) + tuple(d.dims), d.loc)
                    if d.name == temp.name else d for d in new.arrays)

@@ -85,14 +85,13 @@ class Layout(Transformation):
                 elif isinstance(s, ir.Loop):
                     out.append(ir.Loop(s.iterator, s.lo, s.hi, s.annotations, decls(s.body),
                                        s.loc))
-                elif isinstance(s, ir.Prefetch) and s.array == name:      # a temp's box
-                    out.append(ir.Prefetch(s.array, permute(s.ranges), s.loc))
                 else:
                     out.append(s)
             return tuple(out)
 
         body = scope.rewrite_accesses(decls(program.body), name,
-                                   lambda a: ir.Access(a.array, permute(a.indices), a.loc))
+                                   lambda a: ir.Access(a.array, permute(a.indices), a.loc),
+                                   box=permute)
         arrays = tuple(ir.ArrayDecl(d.kind, d.name, d.dtype, permute(d.dims), d.loc)
                        if d.name == name else d for d in program.arrays)
         return ir.Program(program.name, program.sizes, arrays, body, program.doc, program.loc)

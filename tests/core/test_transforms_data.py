@@ -621,7 +621,7 @@ for i in 0..N:
   for j in 0..N:
     B[i, j] = T[i, j]
 """))
-    assert apply_step(after, "layout T 1 0") is not None
+    assert "  prefetch T[0..N, i]\n" in print_program(apply_step(after, "layout T 1 0"))
 
 
 TAIL_LOCAL = kernel_text("tl(N = 12)", "in A: f32[N, N]; out B: f32[N, N]", """\
