@@ -26,6 +26,7 @@ from ..transforms.util import declared_names, fresh
 from .dots import dot_tile_moves
 from .moves import (Builder, Move, bubble, distribute_steps, finish, loop_extent, parents,
                     uses)
+from .tile_init import find_initialiser, fuse_initialiser
 from .tiling import reduction_blocks, register_tiles, row_tiles
 
 MAX_NESTS = 4        # reduction nests tiled per state (a chain of GEMMs: 3mm has three)
@@ -169,12 +170,13 @@ def _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize,
                                            outer_b, stage, stmt.target.array, parallel)
                     except (NotApplicable, ValueError):
                         built[sig] = None
-                steps = built[sig]
-                if steps is None:
+                if built[sig] is None:
                     continue
-                sized = _resize_precomputes(
-                    base, [_resize(t, {ai: ta, bi: tb, reduction[0]: tr}) for t in steps],
-                    position, bi)
+                steps, aliases = built[sig]
+                factors = {ai: ta, bi: tb, reduction[0]: tr}
+                factors.update({mine: factors[theirs] for mine, theirs in aliases.items()})
+                sized = _resize_precomputes(base, [_resize(t, factors) for t in steps],
+                                            position, bi)
                 label = (f"tile {ai}/{ta} x " if ai else "tile ") + \
                     f"{bi}/{tb} x {reduction[0]}/{'all' if whole else tr}" + \
                     (" b-outer" if outer_b else "") + (f" stage {stage}" if stage else "")
@@ -206,22 +208,30 @@ def _resize(text: str, factors: dict) -> str:
 
 
 def _tile(base, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage, target,
-          parallel=True) -> list:
+          parallel=True) -> tuple:
+    """(the steps, the initialiser's split loops -> the nest's loops they follow)."""
     b = Builder(base)
-    _build_tile(b, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage, target)
+    aliases = _build_tile(b, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage, target)
     finish(b, parallelize=parallel)
-    return b.steps
+    return b.steps, aliases
 
 
 def _build_tile(b: Builder, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage,
-                target) -> None:
+                target) -> dict:
     """The steps of one register tile, applied to the builder (no final vectorize /
-    parallelize pass); the tile's buffers get names that are free in the program."""
+    parallelize pass); the tile's buffers get names that are free in the program. A nest
+    that sets the output to a literal just before is fused into the tile loops
+    (``tile_init.py``); returns its loops that were split like the nest's (-> the nest's
+    loop), whose split factors follow the nest's when the tile is resized."""
+    init = find_initialiser(b.program, iters)
+    splits = {}
     if ai is not None:
         a0, a1 = split_names(b.program, ai)
         b.step(f"split {ai} by {ta}")
+        splits[ai] = (ta, a0, a1)
     b0, b1 = split_names(b.program, bi)
     b.step(f"split {bi} by {tb}")
+    splits[bi] = (tb, b0, b1)
     r = reduction[0]
     if tr is None:                   # the whole reduction: a panel is staged at b0
         r0, r1 = None, r
@@ -238,7 +248,21 @@ def _build_tile(b: Builder, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage
         head, tile = ([b0, r0, a0] if outer_b else [a0, b0, r0]), [a1, b1]
     if outer_b:                      # b0 outermost of all: its panel is staged once
         others, head = [b0] + others, head[1:]
-    bubble(b, others + [it for it in head if it] + inner_red + tile)
+    order = others + [it for it in head if it] + inner_red + tile
+    bubble(b, order)
+    aliases = {}
+    if init is not None:
+        trial = Builder(b.program)
+        try:
+            fused = fuse_initialiser(trial, init, splits, order)
+        except NotApplicable:
+            fused = None
+        if fused is not None:
+            b.program, b.steps = trial.program, b.steps + trial.steps
+            aliases = {mine: theirs for mine, theirs in init.mapping.items() if theirs in splits}
+            a0, b0 = fused.get(a0, a0) if ai is not None else None, fused.get(b0, b0)
+            head = [fused.get(it, it) if it else it for it in head]
+            stage_at = fused.get(stage_at, stage_at)
     taken = declared_names(b.program)
     acc = "acc" if "acc" not in taken else fresh(taken, "acc")
     b.step(f"accumulate {target} at {r1} as {acc} in register")
@@ -266,6 +290,7 @@ def _build_tile(b: Builder, iters, ai, bi, reduction, ta, tb, tr, outer_b, stage
                 b.maybe(f"unroll {loop}")
     b.step(f"vectorize {b1}")
     prefetch_next_tile(b, acc, target)
+    return aliases
 
 
 def _broadcast_operands(program, acc: str, vector_loop: str) -> list:
@@ -318,8 +343,9 @@ def _resize_precomputes(base, steps: list, position: int, bi: str) -> list:
 
 
 def prefetch_next_tile(b: Builder, acc: str, out: str) -> None:
-    """``prefetch OUT at L`` when the register buffer ``acc`` is loaded from ``out`` (its tile
-    of the output is read before the tile's reduction): L is the innermost loop around the
+    """``prefetch OUT at L`` when the register buffer ``acc`` is stored into ``out`` (its tile
+    of the output is read before the tile's reduction, or written after it: either way a
+    cache miss per row unless fetched ahead): L is the innermost loop around the
     buffer's declaration at which the transformation offers ``out`` (its next iteration
     touches another tile of ``out``, not the same one nor a continuation of it in memory: the
     rows of the next tile lie a row stride away, which the hardware prefetchers miss).
@@ -339,10 +365,10 @@ def prefetch_next_tile(b: Builder, acc: str, out: str) -> None:
         return False
     if not find(program.body, []):
         return
-    loads = any(isinstance(s, ir.Assign) and s.target.array == acc and
-                any(isinstance(e, ir.Access) and e.array == out for e in ir.walk_expr(s.value))
-                for s in ir.walk_stmts(holder.body))
-    if not loads:
+    stores = any(isinstance(s, ir.Assign) and s.target.array == out and
+                 any(isinstance(e, ir.Access) and e.array == acc for e in ir.walk_expr(s.value))
+                 for s in ir.walk_stmts(holder.body))
+    if not stores:
         return
     for loop in reversed(around):
         if PREFETCH.offered(program, out, loop.iterator):

@@ -28,12 +28,13 @@ on the result. The result is re-checked with the checker.
 from __future__ import annotations
 
 from .. import ir
+from ..affine import simplify, sub
 from ..checker import check as check_program
 from ..deps import dependences, same
 from . import footprint as fp
 from . import scope
 from .planned import PlannedTransformation
-from .util import declared_names, replace_at
+from .util import body_at, declared_names, replace_at
 
 SPACES = ("register", "stack")
 
@@ -58,8 +59,11 @@ class Accumulate(PlannedTransformation):
         except fp.BoxError as exc:
             return (f"the footprint of '{array}' in loop '{loop_name}' has no usable "
                     f"bounding box ({exc})")
-        plan = dict(loop=loop, path=path, decl=decl, refs=refs, box=box, load=None)
-        if box.exact:
+        plan = dict(loop=loop, path=path, decl=decl, refs=refs, box=box, load=None,
+                    start=_constant_start(program, path, array, box))
+        if plan["start"] is not None:
+            plan["load"] = False
+        elif box.exact:
             if _skip_proved(program, plan):
                 plan["load"] = False
             elif scope.kind_of(decl) in ("in", "inout") or (
@@ -126,6 +130,39 @@ def _skip_proved(program, plan) -> bool:
     return False
 
 
+def _constant_start(program, path, array: str, box):
+    """The literal of the nest just before the loop at ``path`` when that nest stores it into
+    exactly the box of ``array``: a perfect nest of loops ``0..box.bound(d)``, one per kept
+    dimension d, around one statement ``array[offset + v] = literal`` that indexes kept
+    dimension d by its own loop's iterator v and the others by their offsets (the store nest
+    after the loop, up to the names); else None."""
+    k = path[-1] - 1
+    if k < 0:
+        return None
+    stmt, loops = body_at(program, path)[k], []
+    while isinstance(stmt, ir.Loop) and len(stmt.body) == 1:
+        loops.append(stmt)
+        stmt = stmt.body[0]
+    if not (loops and isinstance(stmt, ir.Assign) and stmt.op == "="
+            and stmt.target.array == array and isinstance(stmt.value, ir.Const)
+            and len(loops) == len(box.kept)):
+        return None
+    by_iterator = {l.iterator: l for l in loops}
+    seen = []
+    for d, index in enumerate(stmt.target.indices):
+        rest = simplify(sub(index, box.offsets[d]))
+        if d not in box.kept:
+            if rest != ir.Const(0):
+                return None
+            continue
+        loop = by_iterator.get(rest.name) if isinstance(rest, ir.Var) else None
+        if loop is None or loop.iterator in seen or simplify(loop.lo) != ir.Const(0) \
+                or simplify(loop.hi) != simplify(box.bound(d)):
+            return None
+        seen.append(loop.iterator)
+    return stmt.value
+
+
 def _build(program, params, plan, load: bool):
     array, _, name, space = params
     loop, path, decl, refs, box = (plan[k] for k in ("loop", "path", "decl", "refs", "box"))
@@ -133,7 +170,12 @@ def _build(program, params, plan, load: bool):
     region = {l.iterator for l in fp.region_loops([loop])}
     local = ir.Local(name, decl.dtype, box.local_dims(), space)
     new = [local]
-    if load:
+    start = plan["start"]
+    if start is not None:
+        iters = fp.copy_iterators(taken, refs, box, region)
+        new.append(fp.copy_nest(box, iters, lambda li, ai: ir.Assign(
+            ir.Access(name, li), "=", start)))
+    elif load:
         iters = fp.copy_iterators(taken, refs, box, region)
         new.append(fp.copy_nest(box, iters, lambda li, ai: ir.Assign(
             ir.Access(name, li), "=", ir.Access(array, ai))))
@@ -142,7 +184,10 @@ def _build(program, params, plan, load: bool):
     iters = fp.copy_iterators(taken, refs, box, region)
     new.append(fp.copy_nest(box, iters, lambda li, ai: ir.Assign(
         ir.Access(array, ai), "=", ir.Access(name, li))))
-    return replace_at(program, path, new)
+    program = replace_at(program, path, new)
+    if start is not None:       # the literal's own nest, just before, is no longer needed
+        program = replace_at(program, tuple(path[:-1]) + (path[-1] - 1,), [])
+    return program
 
 
 ACCUMULATE = Accumulate()

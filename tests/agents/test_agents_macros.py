@@ -39,10 +39,13 @@ def test_whole_reduction_tile_is_the_expert_gemm():
     assert "local Bp: f32[K, 32]" in text                    # a packed K x 32 panel of B
     assert "local acc: f32[8, 32] in register" in text
     assert "for k in 0..K:" in text                           # the tile runs all of k
-    assert "for j20 in 0..M // 32 parallel:" in text          # b0 outermost, in parallel
+    assert "for j0 in 0..M // 32 parallel:" in text           # b0 outermost, in parallel
+    # C's zeroing is fused into the tile, which starts at zero instead of loading it
+    assert "acc[i2, j2] = 0" in text and "C[i, j] = 0" not in text
+    assert "prefetch C[8*i0 + 8..8*i0 + 16, 32*j0..32*j0 + 32]" in text
     assert "vectorize j21" in move.steps and "unroll i21" in move.steps
     # the copies of the register tile stay scalar (gcc keeps the tile in registers then)
-    assert not {"vectorize j1", "vectorize j2"} & set(move.steps)
+    assert not {"vectorize j2", "vectorize j3"} & set(move.steps)
 
 
 def test_transposed_tile_when_the_row_has_no_full_vector():
@@ -53,7 +56,7 @@ def test_transposed_tile_when_the_row_has_no_full_vector():
     assert "layout acc 1 0" in move.steps and "layout Wtp 1 2 3 0" in move.steps
     text = print_program(replay(program, move.steps))
     assert "local Wtp: f32[C, 3, 3, 32]" in text and "local acc: f32[8, 32] in register" in text
-    assert "acc[w21, f21] += X[n2, c, h2 + kh, 8*w20 + w21 + kw] * Wtp[c, kh, kw, f21]" in text
+    assert "acc[w21, f21] += X[n, c, h + kh, 8*w0 + w21 + kw] * Wtp[c, kh, kw, f21]" in text
     assert "vectorize f21" in move.steps
 
 
@@ -222,3 +225,32 @@ def test_dot_tiles_of_a_triangular_row_reduction(target, rows):
 def test_no_dot_tile_where_the_reduction_is_strided():
     program = load_kernel("matmul", {"N": 32, "M": 64, "K": 48})       # B[k, j]: k strided
     assert not [m for m in tile_moves(program, WIDE) if m.label.startswith("dot")]
+
+
+def test_the_zeroing_nest_is_fused_into_every_size_of_a_tile():
+    """doitgen's `sum[p] = 0`, cut from its reduction by the distribution, is split like the
+    tile and fused into its loops at every size the tile is resized to (its splits follow
+    the tile's): the register tile starts at zero, no pass stores zeros into `sum`, and the
+    outputs stay."""
+    from dojo_core import suite
+    program = suite.load("doitgen", "f32", {"NR": 2, "NQ": 16, "NP": 40})
+    moves = [m for m in tile_moves(program, WIDE, threads=1) if m.label.endswith(" local")]
+    assert len({re.sub(r" x .*", "", m.label) for m in moves}) >= 2     # several sizes
+    inputs = suite.random_inputs("doitgen", program, 0)
+    want = interp.run(program, inputs)
+    for move in moves:
+        text = print_program(replay(program, list(move.steps)))
+        assert re.search(r"acc\w*\[\w+, \w+\] = 0", text), move.label
+        assert not re.search(r"\bsum\[[^]]*\] = 0", text), move.label
+        got = interp.run(replay(program, list(move.steps)), inputs)
+        np.testing.assert_allclose(got["A"], want["A"], rtol=2e-4, atol=1e-4, err_msg=move.label)
+
+
+def test_an_initialiser_that_is_not_a_literal_stays_apart():
+    """gemm's `C[i, j] *= beta` reads C: it is no literal start, so it is not fused and
+    the tile loads C."""
+    from dojo_core import suite
+    program = suite.load("gemm", "f32", {"NI": 32, "NJ": 64, "NK": 16})
+    move = tile_moves(program, WIDE, threads=1)[0]
+    text = print_program(replay(program, list(move.steps)))
+    assert "*= beta" in text and re.search(r"acc\w*\[\w+, \w+\] = C\[", text), text

@@ -253,6 +253,54 @@ for i0 in 0..N // 4:
 """ + register_tile_store("i3", "j3"))
 
 
+def tile_after_adjacent_init(init_cols: int = 16, literal: str = "0") -> str:
+    """A 4 x 16 tile of C += A @ B whose elements a nest just before it sets to a literal
+    (only its first init_cols columns when init_cols < 16; the others a nest before)."""
+    return kernel_text("mm(N = 8, M = 32, K = 12)",
+                       "in A: f32[N, K]; in B: f32[K, M]; out C: f32[N, M]", f"""\
+for i5 in 0..N:
+  for j5 in 0..M:
+    C[i5, j5] = 0
+for i0 in 0..N // 4:
+  for j0 in 0..M // 16:
+    for i in 0..4:
+      for j in 0..{init_cols}:
+        C[4*i0 + i, 16*j0 + j] = {literal}
+    for i1 in 0..4:
+      for k in 0..K:
+        for j1 in 0..16:
+          C[4*i0 + i1, 16*j0 + j1] += A[4*i0 + i1, k] * B[k, 16*j0 + j1]
+""")
+
+
+def test_accumulate_starts_at_the_literal_of_the_nest_just_before():
+    golden(tile_after_adjacent_init(literal="1.5"), ["accumulate C at i1 as acc in register"],
+           """\
+for i5 in 0..N:
+  for j5 in 0..M:
+    C[i5, j5] = 0
+for i0 in 0..N // 4:
+  for j0 in 0..M // 16:
+    local acc: f32[4, 16] in register
+    for i2 in 0..4:
+      for j2 in 0..16:
+        acc[i2, j2] = 1.5
+    for i1 in 0..4:
+      for k in 0..K:
+        for j1 in 0..16:
+          acc[i1, j1] += A[4*i0 + i1, k] * B[k, 16*j0 + j1]
+""" + register_tile_store("i3", "j3"))
+
+
+def test_accumulate_loads_when_the_nest_before_sets_only_part_of_the_box():
+    after = apply_all(kernel(tile_after_adjacent_init(init_cols=8)),
+                      ["accumulate C at i1 as acc in register"])
+    text = print_program(after)
+    assert "C[4*i0 + i, 16*j0 + j] = 0" in text          # the partial nest stays
+    assert "acc[i2, j2] = C[4*i0 + i2, 16*j0 + j2]" in text
+    assert_same_outputs(kernel(tile_after_adjacent_init(init_cols=8)), after)
+
+
 def test_accumulate_with_a_tail_clamps_the_store():
     golden(TAIL, ["accumulate s at i1 as acc"], """\
 for i0 in 0..(N + 31) // 32:
