@@ -63,7 +63,8 @@ def vectorize_inner_steps(program) -> list:
     key loop innermost ran slower vectorized than scalar), except loops of fewer than 4
     iterations and the loops that only copy a register tile in or out, or set it to a
     literal: gcc keeps such a tile in registers when those copies are scalar, and spills it
-    when they are vector loads and stores (measured: 8x32 matmul tile, 230 vs 125 GFLOP/s on Zen 5)."""
+    when they are vector loads and stores (measured: 8x32 matmul tile, 230 vs 125 GFLOP/s
+    on Zen 5)."""
     registers = {s.name for s in ir.walk_stmts(program.body)
                  if isinstance(s, ir.Local) and s.space == "register"}
     loops = analyze(program).loops

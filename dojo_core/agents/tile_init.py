@@ -30,7 +30,6 @@ class Initialiser:
     """A nest just before a reduction nest that stores one literal into exactly the
     elements the reduction's loops index: ``mapping`` takes each of its iterators to the
     reduction nest's iterator that indexes the same dimension over the same range."""
-    root: str
     mapping: dict
 
 
@@ -68,7 +67,7 @@ def find_initialiser(program, iters: list):
         if simplify(a.lo) != simplify(b.lo) or simplify(a.hi) != simplify(b.hi):
             return None
         mapping[mine.name] = theirs.name
-    return Initialiser(own[0].iterator, mapping)
+    return Initialiser(mapping)
 
 
 def fuse_initialiser(b: Builder, init: Initialiser, splits: dict, order: list) -> dict:
