@@ -171,14 +171,10 @@ def _build(program, params, plan, load: bool):
     local = ir.Local(name, decl.dtype, box.local_dims(), space)
     new = [local]
     start = plan["start"]
-    if start is not None:
+    if start is not None or load:      # the buffer starts at the literal, else at C
         iters = fp.copy_iterators(taken, refs, box, region)
         new.append(fp.copy_nest(box, iters, lambda li, ai: ir.Assign(
-            ir.Access(name, li), "=", start)))
-    elif load:
-        iters = fp.copy_iterators(taken, refs, box, region)
-        new.append(fp.copy_nest(box, iters, lambda li, ai: ir.Assign(
-            ir.Access(name, li), "=", ir.Access(array, ai))))
+            ir.Access(name, li), "=", ir.Access(array, ai) if start is None else start)))
     new += scope.rewrite_accesses([loop], array,
                                lambda acc: ir.Access(name, box.local_index(acc), acc.loc))
     iters = fp.copy_iterators(taken, refs, box, region)
