@@ -26,6 +26,7 @@ from dojo_core.printer import print_program
 from dojo_core.source import load_source
 from dojo_core.walks import random_walk, replay
 
+from cross_support import require_cross_route
 from kernels_text import I8_WRAPPING_STORES, kernel_text
 
 HOST = detect_host_target()
@@ -636,9 +637,12 @@ def test_i8_matmul_vector_schedule_matches_interpreter():
                                 "vectorize k6"])
     text = generate_c(program, "x86-avx512")
     assert "typedef int8_t dojo_i8x16 __attribute__((vector_size(16)));" in text
-    assert "__builtin_convertvector(dojo_load_i8x16(&B[k * N + j2]), dojo_i32x16)" in text
-    assert "__builtin_convertvector(dojo_load_i8x16(&Bt[j3 * K + k3]), dojo_i32x16)" in text
-    assert "__builtin_convertvector(dojo_load_i8x8(&A[i * K + k4]), dojo_i64x8)" in text
+    assert "dojo_widen_i8_i32x16(&B[k * N + j2])" in text
+    assert "dojo_widen_i8_i32x16(&Bt[j3 * K + k3])" in text
+    assert "dojo_widen_i8_i64x8(&A[i * K + k4])" in text
+    assert "_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p))" in text
+    assert "_mm512_cvtepi8_epi64(_mm_loadl_epi64((const __m128i *)p))" in text
+    assert "return __builtin_convertvector(dojo_load_i8x16(p), dojo_i32x16);" in text
     assert "dojo_hsum_i32x16" in text
     assert "#pragma omp simd\n    for (int64_t j5 = 0; j5 < N; ++j5)" in text
     assert "#pragma omp simd reduction(max:dojo_r" in text and "int8_t dojo_r" in text
@@ -654,6 +658,30 @@ def test_i8_matmul_vector_schedule_matches_interpreter():
         got = harness.run_c(original, inputs, opt=TEST_OPT)
         for name in want:
             np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name} scalar")
+
+
+@pytest.mark.parametrize("target", ["x86-avx2", "arm-neon"])
+def test_i8_widening_loads_use_the_targets_sign_extension(target):
+    """An i8 load widened to i32 lanes is one sign-extending instruction where the target has
+    it (gcc 12 scalarises ``__builtin_convertvector`` of a vector narrower than 16 bytes),
+    and the result equals the interpreter's, run on the target (qemu for Arm)."""
+    if target == "arm-neon":
+        require_cross_route(target)
+    elif detect_host_target().name not in ("x86-avx2", "x86-avx512"):
+        pytest.skip("this machine cannot run AVX2 code")
+    original = load_source(INT8)
+    program = replay(original, ["vectorize j2", "vectorize k3"])
+    text = generate_c(program, target)
+    lanes = TARGETS[target].lanes(4)
+    assert f"dojo_widen_i8_i32x{lanes}(&B[k * N + j2])" in text
+    fast = {"x86-avx2": "_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p))",
+            "arm-neon": "vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(w)))))"}
+    assert fast[target] in text
+    inputs = _i8_inputs(original, 3)
+    want = interp.run(original, inputs)
+    got = harness.run_c(program, inputs, target=target)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name} {target}")
 
 
 def test_i8_stores_wrap_in_c():
