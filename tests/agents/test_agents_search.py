@@ -12,6 +12,7 @@ import pytest
 from dojo_core.agents import AGENTS, make_agent
 from dojo_core.agents.base import SearchResult
 from dojo_core.agents.evaluators import LocalEvaluator
+from dojo_core.agents.search import CONFIRM_ROUNDS
 from dojo_core.kernels import kernel_path, load_kernel
 from dojo_core.printer import print_program
 from dojo_core.records import RecordStore
@@ -210,17 +211,17 @@ class _Retimed(AnalyticEvaluator):
 
 
 @pytest.mark.parametrize("retimings,kept", [
-    ([[1.0, 1.1], [0.5, 0.6]], "best"),       # faster in every re-timing
-    ([[1.0, 1.1], [0.9, 1.05]], "root"),      # within the root's spread
-    ([[1.0, 1.1], None], "root"),             # the best state failed when re-timed
+    ([[1.0, 1.1, 1.0], [0.5, 0.6, 0.5]], "best"),      # faster in every re-timing
+    ([[1.0, 1.1, 1.0], [0.9, 1.05, 0.9]], "root"),     # within the root's spread
+    ([[1.0, 1.1, 1.0], None], "root"),                 # the best state failed when re-timed
 ])
 def test_the_best_state_is_kept_only_if_its_retimings_beat_the_roots(retimings, kept):
     root = load_kernel("softmax", SOFTMAX)
     evaluator = _Retimed(retimings)
     result = make_agent("greedy").search(root, evaluator, 12, seed=0)
-    assert len(result.trials) == 12 - 4          # four timings kept for the confirmation
+    assert len(result.trials) == 12 - 2 * CONFIRM_ROUNDS   # timings kept for the confirmation
     (states, rounds), = evaluator.asked
-    assert states[0] == () and states[1] and rounds == 2
+    assert states[0] == () and states[1] and rounds == CONFIRM_ROUNDS == 3
     assert result.confirmation["kept"] == kept
     if kept == "root":
         assert result.best is result.baseline and result.speedup == 1.0
@@ -243,14 +244,14 @@ def test_confirmation_with_the_real_evaluator():
     finally:
         evaluator.close()
     c = result.confirmation
-    assert c is not None and len(c["root_s"]) == 2 and len(c["best_s"]) == 2
+    assert c is not None and len(c["root_s"]) == len(c["best_s"]) == CONFIRM_ROUNDS
     assert c["kept"] == ("best" if max(c["best_s"]) < min(c["root_s"]) else "root")
     assert "confirm" in result.phases
 
 
 def test_a_stopped_search_is_confirmed_too():
     root = load_kernel("softmax", SOFTMAX)
-    evaluator = _Retimed([[1.0, 1.1], [0.95, 1.05]])
+    evaluator = _Retimed([[1.0, 1.1, 1.0], [0.95, 1.05, 0.95]])
     calls = []
     result = make_agent("greedy").search(root, evaluator, 20, seed=0,
                                          should_stop=lambda: calls.append(1) or len(calls) > 8)
