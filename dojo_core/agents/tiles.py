@@ -93,12 +93,7 @@ def _nest_tile_moves(program, pre, target, threads) -> list:
             continue
         itemsize = ITEMSIZE.get(declared_dtype(base, stmt.target.array), 4)
         lanes = target.lanes(itemsize)
-        bi = bs[-1]
-        ais = [it for it in spatial if it != bi]
-        pairs = [(ais[-1] if ais else None, bi)]
-        n = loop_extent(base, bi)
-        if n is not None and n % lanes:
-            pairs += [(bi, v) for v in ais if (loop_extent(base, v) or 0) % lanes == 0]
+        pairs = _tile_pairs(base, stmt, spatial, bs[-1], target, itemsize)
         for ai, bi in pairs:
             found = _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize,
                                    parallel)
@@ -117,6 +112,54 @@ def _nest_tile_moves(program, pre, target, threads) -> list:
     if len(firsts) > 1:
         moves = _tile_chain(base, pre, firsts, parallel) + moves
     return moves
+
+
+SWAP_REUSE_GAIN = 1.25
+
+
+def _tile_pairs(base, stmt, spatial, bi, target, itemsize) -> list:
+    """The (row iterator, vector iterator) choices of a nest whose output's last index uses
+    ``bi``: (``_row_iterator``, bi) first. Where bi's extent is not a multiple of the vector
+    lanes, also every (bi, v) for a spatial v whose extent is; where it is, those (bi, v)
+    whose operands each vary with rows or columns only and whose best register tile
+    reuses SWAP_REUSE_GAIN times more (``tiling.register_tiles``), ahead of it (vectors
+    along another iterator than the output's last index cost a staged, transposed operand
+    and a transposed accumulator, so the model must favour them clearly): conv2d's 56 columns of w take
+    tiles of one vector by f rows (reuse 1.8), its 64 filters tiles of 2 vectors by 4 w rows
+    (reuse 2.7, 8 x 8 f32 lanes)."""
+    lanes = target.lanes(itemsize)
+    ais = [it for it in spatial if it != bi]
+    first = (_row_iterator(stmt, ais, bi), bi)
+    n = loop_extent(base, bi)
+    swapped = [(bi, v) for v in ais if (loop_extent(base, v) or 0) % lanes == 0]
+    if n is not None and n % lanes:
+        return [first] + swapped
+
+    def reuse(pair):
+        a, b = pair
+        return register_tiles(target, itemsize, loop_extent(base, a) if a else None,
+                              loop_extent(base, b))[0].reuse if a else 0.0
+    better = [p for p in swapped
+              if not _crossed(stmt, *p) and reuse(p) > SWAP_REUSE_GAIN * reuse(first)]
+    return sorted(better, key=reuse, reverse=True) + [first]
+
+
+def _crossed(stmt, a, b) -> bool:
+    """Whether an operand read by ``stmt`` uses both ``a`` and ``b``."""
+    return any(any(uses(x, a) for x in e.indices) and any(uses(x, b) for x in e.indices)
+               for e in ir.walk_expr(stmt.value) if isinstance(e, ir.Access))
+
+
+def _row_iterator(stmt, ais, bi):
+    """The tile's row iterator among the spatial ``ais`` (None if there is none): the
+    innermost that no operand read by ``stmt`` uses together with ``bi``, else the
+    innermost. Then every operand varies with the rows or with the columns, not both, and is
+    loaded once per row (a broadcast) or once per column vector per reduction step: for
+    conv2d (Y[f, h, w] += X[c, h + kh, w + kw] * Wt[f, c, kh, kw]) rows of f reuse each X
+    vector, where rows of h (the innermost) would load one X vector per multiply-add."""
+    if not ais:
+        return None
+    return ([a for a in ais if not _crossed(stmt, a, bi)] or ais)[-1]
 
 
 def _tile_sizes(base, ai, bi, reduction, target, itemsize) -> list:
@@ -158,8 +201,11 @@ def _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize,
 
     position = next(k for k, a in enumerate(ir.assignments(base)) if a is stmt)
     moves = []
+    # a column operand that is not unit-stride in b is only worth its vector loads staged
+    # (with b's dimension moved last)
+    strided = bool(inputs) and last_dim_layout(base, inputs[0], bi) is not None
     for whole, outer_b, stage in product((False, True), (False, True) if ai else (False,),
-                                         [None] + inputs[:1]):
+                                         ([] if strided else [None]) + inputs[:1]):
         built = {}
         for ta, tb, blocks, rank in sizes:
             for k, tr in enumerate([None] if whole else blocks):
