@@ -92,7 +92,6 @@ def _nest_tile_moves(program, pre, target, threads) -> list:
         if not reduction or not bs:
             continue
         itemsize = ITEMSIZE.get(declared_dtype(base, stmt.target.array), 4)
-        lanes = target.lanes(itemsize)
         pairs = _tile_pairs(base, stmt, spatial, bs[-1], target, itemsize)
         for ai, bi in pairs:
             found = _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize,
@@ -122,11 +121,11 @@ def _tile_pairs(base, stmt, spatial, bi, target, itemsize) -> list:
     ``bi``: (``_row_iterator``, bi) first. Where bi's extent is not a multiple of the vector
     lanes, also every (bi, v) for a spatial v whose extent is; where it is, those (bi, v)
     whose operands each vary with rows or columns only and whose best register tile
-    reuses SWAP_REUSE_GAIN times more (``tiling.register_tiles``), ahead of it (vectors
+    reuses SWAP_REUSE_GAIN times more (``tiling.register_tiles``), ahead of it: vectors
     along another iterator than the output's last index cost a staged, transposed operand
-    and a transposed accumulator, so the model must favour them clearly): conv2d's 56 columns of w take
-    tiles of one vector by f rows (reuse 1.8), its 64 filters tiles of 2 vectors by 4 w rows
-    (reuse 2.7, 8 x 8 f32 lanes)."""
+    and a transposed accumulator, so the model must favour them clearly. On AVX2, conv2d's
+    56 columns of w take tiles of one vector by f rows (reuse 1.8), its 64 filters tiles of
+    2 vectors by 4 w rows (reuse 2.7)."""
     lanes = target.lanes(itemsize)
     ais = [it for it in spatial if it != bi]
     first = (_row_iterator(stmt, ais, bi), bi)

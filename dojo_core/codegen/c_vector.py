@@ -510,32 +510,30 @@ class VectorLowering:
         arch = self.gen.target.arch
         x86 = {16: ("__SSE4_1__", "_mm"), 32: ("__AVX2__", "_mm256"),
                64: ("__AVX512F__", "_mm512")}.get(nb) if arch == "x86_64" else None
-        fast = ""
         if x86 and lanes in (2, 4, 8, 16):
             self.need("0immintrin", -1, IMMINTRIN)
-            if lanes == 16:
-                low = "_mm_loadu_si128((const __m128i *)p)"
-            elif lanes == 8:
-                low = "_mm_loadl_epi64((const __m128i *)p)"
+            guard = x86[0]
+            if lanes >= 8:
+                low = "_mm_loadu_si128" if lanes == 16 else "_mm_loadl_epi64"
+                fast = f"return ({V}){x86[1]}_cvtepi8_epi{bits}({low}((const __m128i *)p));"
             else:
-                low = "_mm_cvtsi32_si128(w)"
-            word = "" if lanes >= 8 else \
-                f"int32_t w = 0; __builtin_memcpy(&w, p, {lanes}); "
-            fast = (f"#if defined({x86[0]}) && !defined(DOJO_PORTABLE)\n"
-                    f"  {word}return ({V}){x86[1]}_cvtepi8_epi{bits}({low});\n#el")
+                fast = (f"int32_t w = 0; __builtin_memcpy(&w, p, {lanes}); "
+                        f"return ({V}){x86[1]}_cvtepi8_epi{bits}(_mm_cvtsi32_si128(w));")
         elif nb == 16 and T == "i32" and arch == "aarch64":
             self.need("0arm_neon", -1, "#if defined(__ARM_NEON) && !defined(DOJO_PORTABLE)\n"
                                        "#include <arm_neon.h>\n#endif")
-            fast = ("#if defined(__ARM_NEON) && !defined(DOJO_PORTABLE)\n"
-                    "  int32_t w; __builtin_memcpy(&w, p, 4);\n"
+            guard = "__ARM_NEON"
+            fast = ("int32_t w; __builtin_memcpy(&w, p, 4);\n"
                     f"  return ({V})vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_s32("
-                    "vdup_n_s32(w)))));\n#el")
-        if not fast:
+                    "vdup_n_s32(w)))));")
+        else:
             return self.need(name, 1, f"static inline {V} {name}(const int8_t *p) "
                                       f"{{ return {portable}; }}")
         return self.need(name, 1, f"""static inline {V} {name}(const int8_t *p)
 {{
-{fast}se
+#if defined({guard}) && !defined(DOJO_PORTABLE)
+  {fast}
+#else
   return {portable};
 #endif
 }}""")
