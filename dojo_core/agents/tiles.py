@@ -136,11 +136,12 @@ def _tile_pairs(base, stmt, spatial, bi, target, itemsize) -> list:
 
     def reuse(pair):
         a, b = pair
-        return register_tiles(target, itemsize, loop_extent(base, a) if a else None,
+        return register_tiles(target, itemsize, loop_extent(base, a),
                               loop_extent(base, b))[0].reuse if a else 0.0
-    better = [p for p in swapped
-              if not _crossed(stmt, *p) and reuse(p) > SWAP_REUSE_GAIN * reuse(first)]
-    return sorted(better, key=reuse, reverse=True) + [first]
+    bar = SWAP_REUSE_GAIN * reuse(first)
+    scored = [(reuse(p), p) for p in swapped if not _crossed(stmt, *p)]
+    better = sorted(((r, p) for r, p in scored if r > bar), key=lambda rp: -rp[0])
+    return [p for _, p in better] + [first]
 
 
 def _crossed(stmt, a, b) -> bool:

@@ -201,8 +201,8 @@ def test_the_tiles_of_the_last_rows_and_columns_are_vector_tiles_too():
 
 
 def test_conv2d_tiles_reuse_both_operands():
-    """conv2d's output row (w, 56 wide) takes one AVX2 vector per tile, its filters (64)
-    two: the tiles with vectors along f come first, rows of w, the filter operand staged
+    """At these sizes conv2d's output row (w, 24 wide) takes one AVX2 vector per tile, its
+    filters (32) two: the tiles with vectors along f come first, rows of w, the filter operand staged
     with f last (a vector load, not a gather); the tiles with vectors along w take rows of
     f, not of h (X[c, h + kh, w + kw] varies with h and w: no reuse)."""
     from dojo_core.walks import replay
