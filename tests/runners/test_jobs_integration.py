@@ -19,7 +19,7 @@ import pytest
 
 import pgsupport
 
-from live_server import FAST, REDIS_URL, ROOT, SMALL, Server, http, redis_reachable
+from live_server import FAST, LONG, REDIS_URL, ROOT, SMALL, Server, http, redis_reachable
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def test_embedded_make_run_benchmarks_with_its_local_runner(embedded):
     it1, owner = s.history("matmul", SMALL, steps)
     good = s.submit(kernel="matmul", sizes=SMALL, steps=steps, options=FAST, session_id=it1,
                     step_index=2, token=owner)
-    slow = s.submit(kernel="matmul", sizes=SMALL, options={"min_time": 60, "timeout_s": 2, "threads": 1})
+    slow = s.submit(kernel="matmul", sizes=LONG, options={"min_time": 60, "timeout_s": 2, "threads": 1})
     job = s.wait_job(good, ("done", "failed", "lost"))
     assert job["state"] == "done", job
     res = job["result"]
@@ -84,7 +84,7 @@ def test_kill_a_runner_mid_job_then_another_finishes_it(tmp_path, database):
         s.start_runner("ra", "pool", token)
         s.start_runner("rb", "pool", token)
         s.wait_online("ra", "rb")
-        job_id = s.submit(kernel="matmul", sizes=SMALL, runner="pool",
+        job_id = s.submit(kernel="matmul", sizes=LONG, runner="pool",
                           options={"min_time": 2.5, "threads": 1, "timeout_s": 60})
         job = s.wait_job(job_id, ("running",), timeout=30)
         victim, survivor = job["runner"], ({"ra", "rb"} - {job["runner"]}).pop()
@@ -121,7 +121,7 @@ def test_worker_crash_is_handed_back_and_sigterm_hands_back_the_job(tmp_path, da
         s.start_runner("solo", "x", token, grace=1)
         s.wait_online("solo")
         slow = {"min_time": 1.5, "threads": 1, "timeout_s": 60}
-        first = s.submit(kernel="matmul", sizes=SMALL, runner="x", options=slow)
+        first = s.submit(kernel="matmul", sizes=LONG, runner="x", options=slow)
         s.wait_job(first, ("running",), timeout=30)
         current = tmp_path / "runner-solo" / "current.json"
         s.wait(lambda: current.exists() and json.loads(current.read_text()).get("pgid"), 10, "the sandbox")
@@ -131,7 +131,7 @@ def test_worker_crash_is_handed_back_and_sigterm_hands_back_the_job(tmp_path, da
         reasons = [e.get("reason", "") for e in _events(s, first) if e["event"] == "requeued"]
         assert len(reasons) == 1 and "worker died" in reasons[0], reasons
 
-        second = s.submit(kernel="matmul", sizes=SMALL, runner="x", options={**slow, "min_time": 30})
+        second = s.submit(kernel="matmul", sizes=LONG, runner="x", options={**slow, "min_time": 30})
         s.wait_job(second, ("running",), timeout=30)
         s.runners["solo"].terminate()
         assert s.runners["solo"].wait(timeout=30) == 0
