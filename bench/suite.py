@@ -6,6 +6,7 @@ test).
                           [--budget 100] [--rounds 3] [--min-time 0.1] [--search-min-time 0.05]
                           [--seed 0] [--out suite.json] [--compile-timeout 300]
                           [--run-timeout 600] [--search-timeout 3600] [--polly-cc clang-14]
+                          [--target x86-avx2]
                           [--warm-compile-cache] [--verbose]
                           [--tvm-python PATH | --no-tvm] [--tvm-trials N] [--tvm-timeout 3600]
 
@@ -59,6 +60,12 @@ at one dataset (default LARGE), and at each thread count (default 1 and all core
             or apache-tvm not importable by it) every cell says "not run" and the JSON says
             why.
 
+``--target`` (default this machine's) is the C target of the baseline, Polly (its ``-mno-...``
+flags added) and the agents; a target narrower than the host (x86-avx2 on an AVX-512
+machine) gives numpy that width too (``bench/peers.blas_env``: OpenBLAS's Haswell kernel), so
+AVX2 code is compared with the library's AVX2 code; TVM, which builds for the host's ISA, is
+not run then. A target that does not run natively here is refused.
+
 Timing: ``--rounds`` rounds; in each round the contenders of a row run back to back (with
 a short pause after a threaded one, so that spinning OpenMP/OpenBLAS workers go to sleep),
 each for at least ``--min-time`` seconds and 3 repetitions after a warm-up; a contender's
@@ -104,12 +111,14 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.common import cpu_model, load_text, short, usable_cores          # noqa: E402
+from bench.peers import blas_env                                            # noqa: E402
 from bench.suite_kernel import POLLY_PARALLEL, bench_kernel, polly_flags, version_of  # noqa: E402
 from bench.suite_numpy import NumpyWorker, worker_main                      # noqa: E402
 from bench.suite_report import errors_of, geomeans, print_table, save, speedups  # noqa: E402
 from dojo_core import harness, suite                                        # noqa: E402
 from dojo_core.agents import AGENTS                                         # noqa: E402
-from dojo_core.codegen import detect_host_target                            # noqa: E402
+from dojo_core.codegen import detect_host_target, get_target              # noqa: E402
+from dojo_core.codegen.targets import is_foreign                            # noqa: E402
 from dojo_core.compile import find_compiler                                 # noqa: E402
 
 TVM_SCRIPT = ROOT / "bench" / "suite_tvm.py"
@@ -233,6 +242,10 @@ def parse_args(argv):
     ap.add_argument("--run-timeout", type=float, default=600)
     ap.add_argument("--search-timeout", type=float, default=3600,
                     help="an agent's search stops after this many seconds (3600)")
+    ap.add_argument("--target", default=None,
+                    help="C target of the baseline, Polly and the agents (default: this "
+                         "machine's); x86-avx2 on an AVX-512 machine measures AVX2 code "
+                         "against the libraries' AVX2 kernels")
     ap.add_argument("--polly-cc", default="clang-14")
     ap.add_argument("--warm-compile-cache", action="store_true",
                     help="let the searches use the usual compile cache (default: each search "
@@ -285,13 +298,22 @@ def main(argv=None) -> int:
     if not pairs:
         ap.error("no kernel has the dtypes asked for")
 
-    target = detect_host_target()
+    host = detect_host_target()
+    try:
+        target = get_target(args.target) if args.target else host
+    except KeyError as exc:
+        ap.error(str(exc.args[0]))
+    if is_foreign(target) or target.vector_bytes > host.vector_bytes:
+        ap.error(f"target {target.name} does not run natively on this {host.name} machine")
     polly_cc = shutil.which(args.polly_cc)
     polly_missing = (None if polly_cc else
                      f"{args.polly_cc} is not installed (apt-get install clang-14 libomp-14-dev)")
     if args.tvm_trials is None:
         args.tvm_trials = args.budget
     tvm = tvm_probe(None if args.no_tvm else args.tvm_python)
+    if tvm["run"] and target.name != host.name:
+        tvm = {"run": False, "reason": f"TVM builds for this machine's ISA ({host.name}), "
+                                       f"not for --target {target.name}"}
     if not args.no_tvm and not args.tvm_python:
         tvm["reason"] = (f"no TVM environment: {TVM_VENV_PYTHON.relative_to(ROOT)} does not "
                          f"exist (make one with apache-tvm, see bench/suite_tvm.py; or pass "
@@ -306,7 +328,7 @@ def main(argv=None) -> int:
           f"{args.dataset}, threads {threads_list}, agents {agents} at budget {args.budget}, "
           f"{args.rounds} rounds of >= {args.min_time} s")
     print(f"# baseline: {base_cc} {' '.join(target.cflags)}")
-    print("# polly: " + (f"{version_of(polly_cc)} {' '.join(polly_flags(1))}"
+    print("# polly: " + (f"{version_of(polly_cc)} {' '.join(polly_flags(1, target))}"
                           f" [+ {' '.join(POLLY_PARALLEL)} at > 1 thread]" if polly_cc
                           else f"not run: {polly_missing}"))
     if tvm["run"]:
@@ -318,7 +340,7 @@ def main(argv=None) -> int:
         print(f"# tvm: not run ({tvm_reason})")
     print(f"# load average at start: {load_text(load_start)}", flush=True)
 
-    workers = {t: NumpyWorker(t) for t in threads_list}
+    workers = {t: NumpyWorker(t, blas_env(target, host)) for t in threads_list}
     for t, w in workers.items():
         hello = w.call(args.run_timeout, op="hello")     # starts the child
         pools = "; ".join(f"{p.get('internal_api')} {p.get('version')} "
@@ -336,7 +358,7 @@ def main(argv=None) -> int:
                     "ldflags": list(target.ldflags)},
         "baseline_compiler": base_cc,
         "polly": {"cc": polly_cc, "version": version_of(polly_cc) if polly_cc else None,
-                  "flags": {"1": list(polly_flags(1)), "n": list(polly_flags(2))},
+                  "flags": {"1": list(polly_flags(1, target)), "n": list(polly_flags(2, target))},
                   "skipped": polly_missing},
         "tvm": dict(tvm, trials=args.tvm_trials) if tvm["run"] else
                {"run": False, "reason": tvm_reason},

@@ -55,8 +55,12 @@ def version_of(cc) -> str:
         return short(exc)
 
 
-def polly_flags(threads: int) -> tuple:
-    return POLLY_FLAGS + MATH_FLAGS + (POLLY_PARALLEL if threads > 1 else ())
+def polly_flags(threads: int, target=None) -> tuple:
+    """Polly's flags at ``threads``; for a target narrower than ``-march=native`` (x86-avx2
+    on an AVX-512 machine) also the target's ``-mno-...`` flags, so that Polly's code uses
+    the same vector width as the baseline's."""
+    narrowing = tuple(f for f in (target.cflags if target else ()) if f.startswith("-mno-"))
+    return POLLY_FLAGS + narrowing + MATH_FLAGS + (POLLY_PARALLEL if threads > 1 else ())
 
 
 def check_outputs(program, inputs, library, expected, threads, timeout) -> dict:
@@ -180,7 +184,7 @@ def bench_kernel(name, dtype, threads_list, args, ctx) -> list:
         key = t > 1
         if key in polly_libs:
             continue
-        flags = polly_flags(t)
+        flags = polly_flags(t, target)
         if ctx["polly_cc"] is None:
             polly_libs[key] = {"cell": "not run", "skipped": ctx["polly_missing"],
                                "flags": list(flags)}

@@ -85,13 +85,14 @@ class NumpyWorker:
     """The numpy child at a fixed thread count; every call has a timeout (the child is
     killed and the next call starts a new one)."""
 
-    def __init__(self, threads: int):
+    def __init__(self, threads: int, env_extra: dict | None = None):
         self.threads = threads
+        self.env_extra = dict(env_extra or {})     # e.g. the BLAS kernel of a narrower target
         self.proc = None
         self.hello = None
 
     def _start(self, timeout: float):
-        self.proc = spawn(SUITE_SCRIPT, self.threads)
+        self.proc = spawn(SUITE_SCRIPT, self.threads, env_extra=self.env_extra)
         self.hello = self._read(timeout)
 
     def _read(self, timeout: float):

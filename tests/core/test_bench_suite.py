@@ -65,3 +65,36 @@ def test_suite_bench_on_a_tiny_kernel(tmp_path, monkeypatch, capsys):
     gm = doc["geomeans"]["1"]
     assert gm["polly/base"]["n"] == 1 and gm["greedy/base"]["value"] == pytest.approx(
         sp["greedy/base"])
+
+
+def test_suite_bench_for_the_avx2_target(tmp_path, monkeypatch, capsys):
+    """``--target x86-avx2``: the baseline, Polly and the agents build AVX2 code (Polly gets
+    ``-mno-avx512f`` where the target has it), and on an AVX-512 machine numpy runs
+    OpenBLAS's AVX2 (Haswell) kernel."""
+    from dojo_core.codegen import detect_host_target
+    if detect_host_target().name not in ("x86-avx2", "x86-avx512"):
+        pytest.skip(f"x86-avx2 code does not run on this {detect_host_target().name} machine")
+    monkeypatch.setenv("DOJO_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "suite.json"
+    code = _load_script().main([
+        "--kernels", "atax", "--dtypes", "f32", "--dataset", "test", "--threads", "1",
+        "--agents", "greedy", "--budget", "1", "--rounds", "1", "--min-time", "0.005",
+        "--search-min-time", "0.005", "--no-tvm", "--target", "x86-avx2", "--out", str(out)])
+    assert code == 0
+    doc = json.loads(out.read_text())
+    assert doc["machine"]["isa"] == "x86-avx2" and "-mno-avx512f" in doc["machine"]["cflags"]
+    [row] = doc["rows"]
+    assert "-mno-avx512f" in row["polly"]["flags"] and row["polly"]["verified"] is True
+    assert "-mno-avx512f" in row["baseline_build"]["flags"]
+    assert row["agents"]["greedy"]["verified"] is True
+    kernels = {p.get("architecture") for p in doc["numpy_workers"]["1"].get("threadpoolctl", [])
+               if p.get("internal_api") == "openblas"}
+    if detect_host_target().name == "x86-avx512":
+        assert kernels == {"Haswell"}, kernels
+
+
+def test_suite_bench_refuses_a_target_that_does_not_run_here(capsys):
+    with pytest.raises(SystemExit) as exc:
+        _load_script().main(["--kernels", "atax", "--target", "riscv-rvv", "--no-tvm"])
+    assert exc.value.code == 2
+    assert "does not run natively on this" in capsys.readouterr().err
