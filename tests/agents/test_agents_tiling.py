@@ -151,8 +151,9 @@ def test_tiles_loaded_from_the_output_prefetch_its_next_tile():
 @pytest.mark.parametrize("name", ["x86-avx2", "x86-avx512", "arm-neon"])
 def test_tiles_precompute_a_computed_broadcast_operand_at_their_own_sizes(name):
     """gemm's ``alpha * A[i, k]`` is what the row loop of a tile broadcasts: each tile
-    precomputes it into a buffer at its reduction block (a load to broadcast instead of a
-    multiply and a shuffle per use), the operand printed with that move's own split factors
+    precomputes it into a buffer (a load to broadcast instead of a multiply and a shuffle
+    per use): with the rows outermost once per row panel, before the column tiles that
+    share it, the operand printed with that move's own split factors
     (the structure is built once per tail pattern and resized), and every move replays;
     tiles with vectors along i, whose broadcast operand is B's element, and the library's
     matmul, whose operand is a plain access, get none."""
@@ -173,6 +174,9 @@ def test_tiles_precompute_a_computed_broadcast_operand_at_their_own_sizes(name):
             assert f"{block}*k0 + k1]" in texts[0], (move.label, texts[0])
         text = print_program(replay(program, move.steps))
         assert "+= alpha" not in text and "] = alpha * A[" in text, move.label
+        if "b-outer" not in move.label:        # once per row panel, for all its column tiles
+            assert texts[0].endswith(f" at i20 as {texts[0].split()[-1]}"), texts[0]
+            assert text.index("] = alpha * A[") < text.index("for j20 in"), move.label
     library = load_kernel("matmul", {"N": 32, "M": 32, "K": 32})
     assert not any(t.startswith("precompute ") for m in tile_moves(library, TARGETS[name])
                    for t in m.steps)
