@@ -221,3 +221,50 @@ def test_conv2d_tiles_reuse_both_operands():
     want = interp.run(program, inputs)
     got = interp.run(replay(program, moves[0].steps), inputs)
     np.testing.assert_allclose(got["Y"], want["Y"], rtol=1e-5, atol=1e-5)
+
+
+K2MM = {"NI": 24, "NJ": 19, "NK": 10, "NL": 20}
+
+
+def _same_outputs(name, program, state):
+    from dojo_core import suite
+    inputs = suite.random_inputs(name, program, 0)
+    want, got = interp.run(program, inputs), interp.run(state, inputs)
+    for array in want:
+        np.testing.assert_allclose(got[array], want[array], rtol=1e-9, atol=1e-9)
+
+
+def test_single_tiles_of_a_gemm_with_a_fused_initialiser_replay():
+    """2mm's first GEMM sets tmp to 0 just before its reduction: its tiles fuse that
+    initialiser into their loops (which renames the row and column loops) and precompute
+    ``alpha * A[..]`` with the indices as the fused loops print them, so every such move
+    replays, at every size it is resized to, and computes what the kernel computes."""
+    from dojo_core.walks import replay
+    program = load_suite("k2mm", "f64", K2MM)
+    first = [m for m in tile_moves(program, TARGETS["x86-avx2"], threads=1)
+             if m.label.startswith("tile i3/")]
+    assert len({_sizes(m.label)[0] for m in first}) >= 2, [m.label for m in first]
+    for move in first:
+        assert any(t.startswith("fuse ") for t in move.steps), move.label
+        assert any(t.startswith("precompute alpha * A[") for t in move.steps), move.label
+        _same_outputs("k2mm", program, replay(program, move.steps))
+
+
+def test_tile_all_stages_the_panel_a_nest_with_vectors_along_its_rows_needs():
+    """In 2mm's second GEMM (D[i2, j2] += tmp[i2, k2] * C[k2, j2]) on AVX2 f64, the tiles
+    with vectors along i2 reuse most; their column operand tmp is strided along i2, so the
+    chain tiles that nest with tmp's panel staged (columns outermost) and the first nest in
+    its own form, rows outermost; a second form stages every nest's panel."""
+    from dojo_core.walks import replay
+    program = load_suite("k2mm", "f64", K2MM)
+    chained = [m for m in tile_moves(program, TARGETS["x86-avx2"], threads=1)
+               if m.label.startswith("tile all")]
+    own = [m for m in chained if m.label.split(" ; ")[1].endswith("b-outer stage tmp")
+           and "stage" not in m.label.split(" ; ")[0]]
+    every = [m for m in chained if all(part.endswith(" b-outer stage " + array) for part, array
+                                       in zip(m.label.split(" ; "), ("B", "tmp")))]
+    assert own and every, [m.label for m in chained]
+    assert chained[0] in own
+    for move in (own[0], every[0]):
+        assert any(t.startswith("stage tmp at ") for t in move.steps), move.label
+        _same_outputs("k2mm", program, replay(program, move.steps))
