@@ -107,9 +107,8 @@ def _nest_tile_moves(program, pre, target, threads) -> list:
                 ranked = [(ta, tb, blocks[0] if blocks else None) for ta, tb, blocks, _ in
                           _tile_sizes(base, ai, bi, reduction, target, itemsize)]
                 column = _column_operand(stmt, ai)
-                strided = column is not None and last_dim_layout(base, column, bi) is not None
                 firsts.append((iters, ai, bi, reduction, ranked, stmt.target.array, column,
-                               strided))
+                               _strided(base, column, bi)))
             moves.extend(found)
     if len(firsts) > 1:
         moves = _tile_chain(base, pre, firsts, parallel) + moves
@@ -193,11 +192,15 @@ def _column_operand(stmt, ai):
     return found[0] if found else None
 
 
+def _strided(base, column, bi) -> bool:
+    """Whether the column operand is not unit-stride along the vector iterator ``bi``."""
+    return column is not None and last_dim_layout(base, column, bi) is not None
+
+
 def _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize,
                    parallel=True) -> list:
     """The tile moves of one (a, b) choice: loop orders x staged input x sizes."""
     column = _column_operand(stmt, ai)
-    inputs = [column] if column else []
     sizes = _tile_sizes(base, ai, bi, reduction, target, itemsize)
     if not sizes:
         return []
@@ -214,9 +217,11 @@ def _tile_variants(base, pre, iters, stmt, reduction, ai, bi, target, itemsize,
     moves = []
     # a column operand that is not unit-stride in b is only worth its vector loads staged
     # (with b's dimension moved last)
-    strided = bool(inputs) and last_dim_layout(base, inputs[0], bi) is not None
+    strided = _strided(base, column, bi)
     for whole, outer_b, stage in product((False, True), (False, True) if ai else (False,),
-                                         ([] if strided else [None]) + inputs[:1]):
+                                         ([] if strided else [None]) + [column] * bool(column)):
+        if stage and whole and ai is not None and not outer_b:
+            continue                   # a whole reduction, rows outer: no loop to stage at
         built = {}
         for ta, tb, blocks, rank in sizes:
             for k, tr in enumerate([None] if whole else blocks):

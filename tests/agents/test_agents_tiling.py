@@ -268,3 +268,19 @@ def test_tile_all_stages_the_panel_a_nest_with_vectors_along_its_rows_needs():
     for move in (own[0], every[0]):
         assert any(t.startswith("stage tmp at ") for t in move.steps), move.label
         _same_outputs("k2mm", program, replay(program, move.steps))
+
+
+@pytest.mark.parametrize("name", ["x86-avx2", "x86-avx512"])
+def test_no_two_tile_moves_are_the_same_steps(name):
+    """Each tile move is a distinct program (a duplicate costs a measurement and finds
+    nothing): a staged variant exists only where there is a loop to stage the panel at, so
+    a whole reduction with the rows outermost has no "stage" twin."""
+    for program in (load_suite("gemm", "f32", {"NI": 40, "NJ": 52, "NK": 48}),
+                    load_suite("k2mm", "f64", K2MM),
+                    load_kernel("matmul", {"N": 48, "M": 64, "K": 32})):
+        moves = tile_moves(program, TARGETS[name], threads=1)
+        seen = {}
+        for move in moves:
+            assert move.steps not in seen, (move.label, seen.get(move.steps))
+            seen[move.steps] = move.label
+        assert not any(m.label.endswith("/all stage B") for m in moves)
