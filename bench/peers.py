@@ -68,6 +68,13 @@ def peer_env(threads: int, extra: dict | None = None) -> dict:
     return env
 
 
+def library_isa_here() -> dict:
+    """The variables of ``X86_LIBRARY_ISAS`` this process has (a child says which library
+    code paths it was given)."""
+    names = {k for isa in X86_LIBRARY_ISAS.values() for k in isa}
+    return {k: os.environ[k] for k in sorted(names) if k in os.environ}
+
+
 def unset_here() -> list:
     """The ``UNSET`` variables this process has (the children run without them)."""
     return [k for k in UNSET if k in os.environ]

@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import short
-from bench.peers import (limit_pools, recv, send, serve, spawn, stop, time_fn, unset_here,
-                         worker_pipes)
+from bench.peers import (library_isa_here, limit_pools, recv, send, serve, spawn, stop,
+                         time_fn, unset_here, worker_pipes)
 from dojo_core import harness, suite
 
 SUITE_SCRIPT = Path(__file__).resolve().parent / "suite.py"
@@ -38,7 +38,8 @@ def worker_main(threads: int) -> None:
     tp_error = (None if missing is None else
                 f"threadpoolctl not installed ({missing}): threads set by environment only")
     send(out, {"threads": threads, "numpy": np.__version__, "threadpoolctl": info,
-               "threadpoolctl_error": tp_error, "env_unset": unset_here()})
+               "threadpoolctl_error": tp_error, "env_unset": unset_here(),
+               "library_isa": library_isa_here()})
     prepared = {}
 
     def handle(msg):
