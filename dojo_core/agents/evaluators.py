@@ -18,7 +18,9 @@ inputs=None)``
     gives the input arrays (default ``kernels.random_inputs(root, 0)``: kernels whose
     inputs need structure, such as a positive definite matrix, bring their own).
     ``phases``: a ``phases.PhaseClock`` (set by the search session) that it reports its
-    codegen, compile, reference and measure times to.
+    codegen, compile, reference and measure times to. ``prepare(items)`` compiles a batch
+    of states in parallel, one compiler per core, before any of them is timed
+    (``evaluate_many`` does it; the search session does it for every batch it measures).
 
 ``ServerEvaluator(url, runners=(None,), min_time=0.05, poll_s=0.2, timeout=600, token=None)``
     submits ``POST /api/jobs`` and polls ``GET /api/jobs/ID`` (standard library HTTP only);
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import threading
 import time
 import urllib.error
@@ -94,6 +97,15 @@ def _failed(error: str, runner: str, verified: bool = True) -> Measurement:
 def _one_line(exc) -> str:
     lines = [l.strip() for l in str(exc).splitlines() if l.strip()]
     return f"{type(exc).__name__}: " + (" | ".join(lines[:3]) or "(no message)")
+
+
+def compile_workers() -> int:
+    """How many compilers ``LocalEvaluator.prepare`` runs at once: the cores this process
+    may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 class LocalEvaluator:
@@ -171,7 +183,35 @@ class LocalEvaluator:
             return self._evaluate(program, tuple(steps))
 
     def evaluate_many(self, items: Sequence[tuple]) -> list:
+        self.prepare(items)
         return [self.evaluate(program, steps) for program, steps in items]
+
+    def prepare(self, items: Sequence[tuple]) -> None:
+        """Compile the (root, steps) states not measured yet into the compile cache, one
+        compiler per core at once, so that ``evaluate`` finds them built. Nothing runs or is
+        timed meanwhile (a compiler beside a timed kernel would share its cores and caches);
+        a state that fails to build here fails again, with its reason, when evaluated."""
+        from .. import harness
+        with self._lock:
+            states = []
+            for root, steps in items:
+                try:
+                    state = self.states.program(root, tuple(steps))
+                except DojoError:
+                    continue
+                if self.cache.lookup(program_hash(state)) is None:
+                    states.append(state)
+        workers = min(len(states), compile_workers())
+        if workers < 2:
+            return
+
+        def build(state):
+            try:
+                harness.build(state, self.target, timeout=self.compile_timeout)
+            except Exception:                                           # noqa: BLE001
+                pass
+        with timed(self.phases, "compile"), ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(build, states))
 
     def _evaluate(self, root, steps) -> Measurement:
         from .. import harness

@@ -9,7 +9,9 @@ after every measurement, in order; ``should_stop`` is polled between measurement
 result's ``phases`` says where the time went (``phases.PhaseClock``). Where the evaluator
 can re-time states (``remeasure``) and the budget is at least MIN_CONFIRM_BUDGET, the last
 2 * CONFIRM_ROUNDS measurements of the budget are kept for ``confirm``: the root and the
-best state timed again together, the best kept only if it is faster beyond the spread.  Every
+best state timed again together, the best kept only if it is faster beyond the spread. Where
+the evaluator offers ``prepare(items)``, a batch is handed to it before it is measured (the
+local evaluator compiles the batch in parallel).  Every
 trial's steps are legal from the root (moves are replayed before they are measured; an
 illegal one is dropped without cost), so ``to_history()`` always replays.
 
@@ -24,9 +26,11 @@ import math
 import time
 from typing import Callable, Optional
 
+from .. import ir
 from ..errors import DojoError
 from ..records import program_hash
 from ..transforms import actions
+from ..transforms.util import find_loop
 from .base import Measurement, SearchEvent, SearchResult, Trial
 from .macros import Move, macro_moves
 from .phases import PhaseClock
@@ -37,6 +41,11 @@ KIND_PRIOR = {"macro": 10.0, "vectorize": 6.0, "parallelize": 6.0, "accumulate":
               "split": 1.5, "hoist": 1.5, "reorder": 1.0, "merge": 1.0, "layout": 1.0,
               "expand": 1.0, "materialize": 0.5, "inline": 0.5, "bind": 0.0}
 SPLIT_FACTORS = {4, 8, 16, 32, 64, 128, 256}
+# a split alone changes the code only where the compiler sees the new inner loop's constant
+# extent (unrolling, vectorizing with a runtime alias check): that is the innermost loops';
+# an outer loop's split pays only with an interchange after it (the tile macros do both), so
+# a one-step agent whose first round held the outer splits measured the root again and again
+INNER_SPLIT_BONUS = 0.5
 # re-timings of the root and the best state at the end: with 3, a state no faster than the
 # root passes (all its timings below all the root's) by chance 1 time in 20 (C(6,3)), with 2
 # 1 time in 6 (nussinov at two threads kept a noise-level state that timed 0.96x gcc)
@@ -46,17 +55,34 @@ MIN_CONFIRM_BUDGET = 10     # below this the whole budget goes to the search
 
 def default_prior(program, moves) -> list:
     """Generic knowledge: macros first, then vectorize/parallelize, ...; among tiles the
-    ones the register model ranks higher for the target (``Move.bonus``) a little ahead."""
+    ones the register model ranks higher for the target (``Move.bonus``) a little ahead;
+    among splits those of innermost loops ahead of the others (``INNER_SPLIT_BONUS``)."""
+    innermost = {l.iterator for l in ir.loops(program)
+                 if not any(isinstance(s, ir.Loop) for s in ir.walk_stmts(l.body))}
     return [KIND_PRIOR.get(m.kind, 1.0) + (m.bonus if m.kind == "macro" else 0.0)
+            + (INNER_SPLIT_BONUS if m.kind == "split" and m.steps[0].split()[1] in innermost
+               else 0.0)
             for m in moves]
 
 
 def searched_actions(program, gpu: bool = False) -> list:
     """The legal actions an agent considers (deterministic order): all but ``bind`` without
-    a GPU and splits by factors outside SPLIT_FACTORS."""
+    a GPU, splits by factors outside SPLIT_FACTORS, and unrolls that would copy out loops
+    (``copies_loops``)."""
     return [a for a in actions(program)
             if not (a.kind == "bind" and not gpu)
-            and not (a.kind == "split" and int(a.text.split()[-1]) not in SPLIT_FACTORS)]
+            and not (a.kind == "split" and int(a.text.split()[-1]) not in SPLIT_FACTORS)
+            and not (a.kind == "unroll" and copies_loops(program, a.text.split()[-1]))]
+
+
+def copies_loops(program, name: str) -> bool:
+    """True when unrolling loop ``name`` would copy out a loop that stays a loop (neither
+    unrolled nor vectorized inside it): the copies run one after the other, so they add no
+    independent work for the core to overlap, only code for the compiler to optimise (an
+    outer loop of 64 iterations around an int8 matmul tile took gcc 3.7 s instead of 0.6)."""
+    loop, _ = find_loop(program, name)
+    return any(not {"unroll", "vector"} & set(inner.annotations)
+               for inner in ir.loops(loop.body))
 
 
 def candidate_moves(program, prior: Optional[Callable] = None, gpu: bool = False,
@@ -171,6 +197,9 @@ class Session:
         # as many at once as the evaluator measures in parallel (its runners), so that
         # should_stop is polled between measurements and every answer asked for is recorded
         width = max(1, len(getattr(self.evaluator, "runners", ()) or ()))
+        prepare = getattr(self.evaluator, "prepare", None)
+        if prepare is not None and width < len(batch):
+            prepare([(self.root, s) for s in batch])     # e.g. compile them all in parallel
         trials = []
         for start in range(0, len(batch), width):
             chunk = batch[start:start + width]

@@ -257,3 +257,89 @@ def test_a_stopped_search_is_confirmed_too():
                                          should_stop=lambda: calls.append(1) or len(calls) > 8)
     assert result.stopped and len(result.trials) < 16
     assert result.confirmation["kept"] == "root" and result.best is result.baseline
+
+
+FLOYD_LIKE = """kernel floyd(N = 64)
+inout path: i32[N, N]
+
+for k in 0..N:
+  for i in 0..N:
+    for j in 0..N:
+      path[i, j] min= path[i, k] + path[k, j]
+"""
+
+
+def test_splits_of_the_innermost_loop_rank_first():
+    from dojo_core.agents.search import candidate_moves
+    from dojo_core.parser import parse
+    moves = [m for m in candidate_moves(parse(FLOYD_LIKE), threads=1) if m.kind == "split"]
+    loops = [m.steps[0].split()[1] for m in moves]
+    assert set(loops) == {"k", "i", "j"}
+    assert loops[:loops.count("j")] == ["j"] * loops.count("j")
+
+
+ROWS = """kernel rows(N = 16, M = 32)
+in  A: f32[N, M]
+out B: f32[N, M]
+
+for i in 0..N:
+  for j in 0..M:
+    B[i, j] = A[i, j] + 1
+"""
+
+
+def test_no_unroll_that_copies_out_a_loop_is_searched():
+    from dojo_core.agents.search import copies_loops, searched_actions
+    from dojo_core.parser import parse
+    from dojo_core.transforms import actions
+    split = apply_step(parse(ROWS), "split j by 8")
+    assert {"unroll i", "unroll j0", "unroll j1"} <= {a.text for a in actions(split)}
+    searched = {a.text for a in searched_actions(split) if a.kind == "unroll"}
+    assert searched == {"unroll j1"}                   # i and j0 would copy out j1's loop
+    assert copies_loops(split, "j0") and not copies_loops(split, "j1")
+    vectorized = apply_step(split, "vectorize j1")
+    searched = {a.text for a in searched_actions(vectorized) if a.kind == "unroll"}
+    assert searched == {"unroll j0"}                   # a register tile's row loop
+
+
+class _Preparing(AnalyticEvaluator):
+    """FAKE: the analytic model, recording the batches handed to ``prepare``."""
+
+    def __init__(self):
+        super().__init__()
+        self.prepared = []
+
+    def prepare(self, items):
+        self.prepared.append([tuple(s) for _, s in items])
+
+
+def test_a_batch_is_prepared_before_any_of_it_is_measured():
+    root = load_kernel("softmax", SOFTMAX)
+    evaluator = _Preparing()
+    make_agent("greedy", width=6).search(root, evaluator, 16, seed=0)
+    assert evaluator.prepared and all(len(b) > 1 for b in evaluator.prepared)
+    first = evaluator.prepared[0]
+    assert evaluator.calls[1:1 + len(first)] == first    # measured in the prepared order
+    prepared = {s for b in evaluator.prepared for s in b}
+    assert set(evaluator.calls[1:]) <= prepared
+
+
+def test_prepare_compiles_the_batch_into_the_cache(tmp_path, monkeypatch):
+    from dojo_core import harness
+    from dojo_core.agents import evaluators
+    from dojo_core.replay_cache import SHARED
+    from dojo_core.transforms import actions
+    monkeypatch.setenv("DOJO_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(evaluators, "compile_workers", lambda: 2)    # in parallel on 1 core too
+    root = load_kernel("matmul", MATMUL)
+    batch = [()] + [(a.text,) for a in actions(root) if a.kind in ("split", "interchange")][:3]
+    evaluator = LocalEvaluator(min_time=0.001, threads=1)
+    try:
+        evaluator.prepare([(root, s) for s in batch])
+        assert len(list(tmp_path.glob("*.so"))) == len(batch)
+        assert all(harness.build(SHARED.program(root, s), evaluator.target).compiled.cached
+                   for s in batch)
+        m = evaluator.evaluate(root, batch[1])
+        assert m.error is None and m.verified and m.median_s > 0
+    finally:
+        evaluator.close()
