@@ -7,8 +7,10 @@ the game is to find one fast kernel, not a good average), expands the node at it
 its next fresh move and measures the child; with probability ``rollout_p`` it also plays
 ``rollout_depth`` random moves from there and measures the end of that rollout (a
 multi-step jump between measurements), crediting the child with the better reward.
-Reward: log(baseline time / time), -1 for a failed state.  Deterministic for a given seed
-and evaluator answers.
+Reward: log(baseline time / time), -1 for a failed state.  The node's next fresh move is
+handed to the evaluator's ``prepare`` with each child measured (the local evaluator compiles
+both at once: the next expansion finds it built).  Deterministic for a given seed and
+evaluator answers.
 """
 from __future__ import annotations
 
@@ -67,7 +69,7 @@ class MCTSAgent(Agent):
                 for n in path:
                     n.visits += 1
                 continue
-            trial = session.measure_one(child)
+            trial = session.measure_one(child, ahead=self._next_fresh(session, node, child))
             if trial is None:
                 failures += 1
                 continue
@@ -82,6 +84,17 @@ class MCTSAgent(Agent):
                 n.visits += 1
                 n.value = max(n.value, reward)
         return session.finish()
+
+    @staticmethod
+    def _next_fresh(session, node, child) -> tuple:
+        """The node's next fresh move other than ``child`` (about to be measured), the one
+        its next expansion measures, dropping the stale ones before it as that expansion
+        would: () when it has none."""
+        while node.moves:
+            if node.moves[0] != child and session.fresh(node.moves[0]):
+                return (node.moves[0],)
+            node.moves.pop(0)
+        return ()
 
     def _select(self, node, rng) -> _Node:
         scale = max(1e-9, max(abs(c.value) for c in node.children))

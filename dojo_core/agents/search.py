@@ -210,7 +210,12 @@ class Session:
                 break
         return trials
 
-    def measure_one(self, steps) -> Optional[Trial]:
+    def measure_one(self, steps, ahead=()) -> Optional[Trial]:
+        """Measure one state; ``ahead``: states likely to be measured next, handed to the
+        evaluator's ``prepare`` with it (compiled beside it) but not measured now."""
+        prepare = getattr(self.evaluator, "prepare", None)
+        if prepare is not None and ahead and self.fresh(steps):
+            prepare([(self.root, tuple(s)) for s in (steps, *ahead)])
         trials = self.measure([steps])
         return trials[0] if trials else None
 

@@ -343,3 +343,15 @@ def test_prepare_compiles_the_batch_into_the_cache(tmp_path, monkeypatch):
         assert m.error is None and m.verified and m.median_s > 0
     finally:
         evaluator.close()
+
+
+def test_mcts_prepares_the_move_its_next_expansion_measures():
+    root = load_kernel("softmax", SOFTMAX)
+    evaluator = _Preparing()
+    plain = make_agent("mcts").search(root, AnalyticEvaluator(), 16, seed=3)
+    result = make_agent("mcts").search(root, evaluator, 16, seed=3)
+    assert [t.steps for t in result.trials] == [t.steps for t in plain.trials]   # same search
+    pairs = [b for b in evaluator.prepared if len(b) == 2]
+    assert pairs and all(b[0] != b[1] for b in pairs)
+    measured = [tuple(t.steps) for t in result.trials]
+    assert sum(b[1] in measured for b in pairs) >= len(pairs) // 2    # most are measured later
