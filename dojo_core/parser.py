@@ -112,8 +112,10 @@ def _number(tok, negative: bool = False, where=None):
             raise DojoError(f"number {_short(text)} is out of range for a floating-point literal",
                             line, col)
     else:
-        if len(text.lstrip("0")) > 19 or int(text) > MAX_INT:
-            raise DojoError(f"integer {_short(text)} is out of range (at most 2**63 - 1)", line, col)
+        if len(text.lstrip("0")) > 19 or int(text) > MAX_INT + negative:
+            bound = "at least -2**63" if negative else "at most 2**63 - 1"
+            raise DojoError(f"integer {'-' * negative}{_short(text)} is out of range ({bound})",
+                            line, col)
         value = int(text)
     return -value if negative else value
 

@@ -15,8 +15,11 @@ macro cuts each one into vector-wide blocks and a short scalar tail, from legal 
     vectorize L1
 
 F is one or two vectors of the statements' widest element type on the target (lanes from
-its vector width); nothing is fitted to a kernel, dtype or ISA. Loops whose accesses stride
-are left alone (a gather per lane costs more than the scalar loop).
+its vector width); nothing is fitted to a kernel, dtype or ISA. A loop whose accesses stride
+is not vectorized (a gather per lane costs more than the scalar loop); when it is one
+reduction into an element it does not index (nussinov's ``table[i, j] max= table[i, k] +
+table[k + 1, j]``), it is split, partitioned, rfactored and its F-wide blocks unrolled: F
+independent partial reductions in flight instead of one chain through that element.
 """
 from __future__ import annotations
 
@@ -43,55 +46,68 @@ def varying_extent_moves(program, target=None) -> list:
         return []
     moves, seen = [], set()
     for rank, vectors in enumerate(BLOCK_VECTORS):
-        b = Builder(program)
-        for iterator, itemsize in candidates:
-            _vectorize_blocks(b, iterator, vectors * target.lanes(itemsize))
-        if not b.steps:
-            continue
-        finish(b, parallelize=False)
-        key = tuple(b.steps)
-        if key not in seen:
-            seen.add(key)
-            moves.append(Move(f"vectorize varying x{vectors}", key, bonus=-0.1 * rank))
+        for chains in (False, True):          # with the strided reductions' chains or not
+            b = Builder(program)
+            for iterator, itemsize, strided in candidates:
+                if chains or not strided:
+                    _vectorize_blocks(b, iterator, vectors * target.lanes(itemsize), strided)
+            if not b.steps:
+                continue
+            finish(b, parallelize=False)
+            key = tuple(b.steps)
+            if key not in seen:
+                seen.add(key)
+                label = f"vectorize varying x{vectors}" + (" + strided chains" if chains else "")
+                moves.append(Move(label, key, bonus=-0.1 * rank - 0.05 * chains))
     return moves
 
 
 def _candidates(program) -> list:
-    """(iterator, widest element size) of the unannotated innermost loops without a
-    constant extent whose accesses are all unit-stride or invariant in them, some
-    unit-stride."""
+    """(iterator, widest element size, strided) of the unannotated innermost loops without
+    a constant extent whose accesses are all unit-stride or invariant in them, some
+    unit-stride (strided False), or that hold one reduction into an element they do not
+    index with some access strided (strided True)."""
     loops = analyze(program).loops
     found = []
     for loop in ir.loops(program):
         if loop.annotations or any(not isinstance(s, ir.Assign) for s in loop.body):
             continue
         info = loops.get(loop.iterator)
-        if info is None or info.counts["strided"] or not info.counts["unit"]:
+        if info is None or loop_extent(program, loop.iterator) is not None:
             continue
-        if loop_extent(program, loop.iterator) is not None:
+        strided = bool(info.counts["strided"])
+        if strided and not _reduction_into_one_element(loop):
+            continue
+        if not strided and not info.counts["unit"]:
             continue
         sizes = [ITEMSIZE.get(scope.declared_dtype(program, a.array), 8)
                  for s in loop.body for a in [s.target] + list(ir.walk_expr(s.value))
                  if isinstance(a, ir.Access)]
-        found.append((loop.iterator, max(sizes, default=8)))
+        found.append((loop.iterator, max(sizes, default=8), strided))
     return found
 
 
-def _vectorize_blocks(b: Builder, iterator: str, factor: int) -> None:
-    """Split, partition, (rfactor,) vectorize one loop; the builder is unchanged when a
-    step is refused."""
+def _reduction_into_one_element(loop) -> bool:
+    stmt = loop.body[0]
+    return len(loop.body) == 1 and stmt.op != "=" and \
+        not any(uses(i, loop.iterator) for i in stmt.target.indices)
+
+
+def _vectorize_blocks(b: Builder, iterator: str, factor: int, strided: bool = False) -> None:
+    """Split, partition, (rfactor,) vectorize one loop; a strided one (a gather per lane
+    would cost more than its scalar loop) is rfactored and unrolled instead: ``factor``
+    independent partial reductions in flight rather than one dependent chain. The builder
+    is unchanged when a step is refused."""
     trial = Builder(b.program)
     outer, inner = split_names(trial.program, iterator)
     try:
         trial.step(f"split {iterator} by {factor}")
         trial.step(f"partition {outer}")
         loop = next(l for l in ir.loops(trial.program) if l.iterator == inner)
-        stmt = loop.body[0]
-        if len(loop.body) == 1 and stmt.op != "=" and \
-                not any(uses(i, inner) for i in stmt.target.indices):
-            name = scope.default_name(trial.program, f"{stmt.target.array}r")
-            trial.maybe(f"rfactor {inner} as {name}")
-        trial.step(f"vectorize {inner}")
+        if _reduction_into_one_element(loop):
+            name = scope.default_name(trial.program, f"{loop.body[0].target.array}r")
+            (trial.step if strided else trial.maybe)(f"rfactor {inner} as {name}")
+        trial.step(f"{'unroll' if strided else 'vectorize'} {inner}")
     except (NotApplicable, StopIteration):
         return
     b.program, b.steps = trial.program, b.steps + trial.steps

@@ -43,7 +43,7 @@ inline int long register restrict return short signed sizeof static struct switc
 union unsigned void volatile while _Bool _Complex _Imaginary _Alignas _Alignof _Atomic
 _Generic _Noreturn _Static_assert _Thread_local _Float16 asm typeof bool true false
 int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t size_t
-ptrdiff_t INT64_C INFINITY NAN NULL EOF memcpy memset malloc free aligned_alloc abs
+ptrdiff_t INT64_C INT64_MIN INFINITY NAN NULL EOF memcpy memset malloc free aligned_alloc abs
 exp expf log logf sqrt sqrtf tanh tanhf erf erff fabs fabsf pow powf fmod fmodf floor floorf
 copysign copysignf clock_gettime timespec omp_set_num_threads main errno
 """.split())
@@ -55,6 +55,8 @@ def literal(value, t: str):
         v = int(value)
         if -2**31 <= v < 2**31:
             return str(v), (UNARY if v < 0 else PRIMARY)
+        if v == -2**63:                     # 9223372036854775808 is no int64_t literal
+            return "INT64_MIN", PRIMARY
         return f"INT64_C({v})", PRIMARY
     v = NUMPY[t](value)
     if np.isinf(v):

@@ -17,8 +17,9 @@ does not vary with L and whose value reads no element of T that the reduction up
 within one run of R (exact dependences: cholesky's ``A[i, j] += -A[i, k] * A[j, k]``, k < j
 < i, qualifies). The partial buffer replaces the
 outermost loop R of the perfect nest of reduction loops around L (loops whose iterators
-``idx`` does not use): it is set to op's identity before R, R reduces into ``P[L]``, and
-the partials are combined into ``T[idx]`` after R. L's extent may be a split tail
+``idx`` does not use): it is set to op's identity (for an integer max= / min=, the type's
+least / greatest value) before R, R reduces into ``P[L]``, and the partials are combined
+into ``T[idx]`` after R. L's extent may be a split tail
 ``min(F, ...)``: P has F slots and the ones a short tile leaves alone keep the identity.
 Legal whenever it applies, with the reassociation of op that vectorizing a reduction
 already makes (floating-point sums may round differently, within the dtype's tolerance).
@@ -37,11 +38,17 @@ MAX_SLOTS = 4096
 
 
 def _identity(op: str, dtype: str):
+    """The value x with ``x op v == v`` for every v of dtype: 0, 1, -inf / +inf, and for an
+    integer max= / min= the type's least / greatest value (exact, as integer max is)."""
+    floating = dtype[0] in "fb"
     if op == "+=":
-        return ir.Const(0.0 if dtype[0] in "fb" else 0)
+        return ir.Const(0.0 if floating else 0)
     if op == "*=":
-        return ir.Const(1.0 if dtype[0] in "fb" else 1)
-    return ir.Const(float("-inf") if op == "max=" else float("inf"))
+        return ir.Const(1.0 if floating else 1)
+    if floating:
+        return ir.Const(float("-inf") if op == "max=" else float("inf"))
+    bits = int(dtype[1:])
+    return ir.Const(-(1 << (bits - 1)) if op == "max=" else (1 << (bits - 1)) - 1)
 
 
 def _indexes(target, iterator: str) -> bool:
@@ -106,9 +113,6 @@ class RFactor(Transformation):
             return f"loop '{loop_name}' has no constant bound on its trip count"
         if slots > MAX_SLOTS:
             return f"loop '{loop_name}' has {slots} iterations; rfactor takes at most {MAX_SLOTS}"
-        decl = scope.visible_decl(program, path, stmt.target.array)
-        if decl is not None and stmt.op in ("max=", "min=") and decl.dtype[0] not in "fb":
-            return f"{stmt.op} of the integer '{stmt.target.array}' has no identity to start from"
         return scope.name_problem(program, name)
 
     def apply(self, program, params):

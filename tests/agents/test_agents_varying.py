@@ -80,3 +80,22 @@ def test_after_the_unit_stride_move_the_upper_triangle_vectorizes():
     want, got = interp.run(program, inputs), interp.run(final, inputs)
     np.testing.assert_allclose(got["x"], want["x"], rtol=1e-9, atol=1e-9)
     assert harness.verify(final, program, inputs, reference="interp")["verified"]
+
+
+def test_a_strided_reduction_gets_independent_partial_chains_not_lanes():
+    # nussinov's k loop reads table[k + 1, j], N apart: no lanes, but F partial maxima
+    # (starting from the least i32) unrolled, and the table unchanged
+    program = suite.load("nussinov", "i32", {"N": 37})
+    moves = varying_extent_moves(program, "x86-avx2")
+    assert [m.label for m in moves] == ["vectorize varying x1 + strided chains",
+                                        "vectorize varying x2 + strided chains"]
+    assert moves[0].steps[:4] == ("split k by 8", "partition k0", "rfactor k1 as tabler",
+                                  "unroll k1")
+    state = replay(program, list(moves[0].steps))
+    text = print_program(state)
+    assert "tabler[k1i] = -2147483648" in text and "for k1 in 0..8 unroll:" in text
+    inputs = suite.random_inputs("nussinov", program, 0)
+    np.testing.assert_array_equal(interp.run(state, inputs)["table"],
+                                  interp.run(program, inputs)["table"])
+    result = harness.verify(state, program, inputs, reference="interp")
+    assert result["verified"], result

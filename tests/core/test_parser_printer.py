@@ -119,6 +119,11 @@ def test_negative_literals_and_unary_minus():
     assert _value("--N") == Neg(Neg(V("N")))
     assert _value("-N * 2") == B("*", Neg(V("N")), C(2))  # unary minus binds tighter
     assert _value("-(N * 2)") == Neg(B("*", V("N"), C(2)))
+    assert _value("-9223372036854775808") == C(-2**63)    # int64's least value
+    for text, bound in (("-9223372036854775809", "at least -2**63"),
+                        ("9223372036854775808", "at most 2**63 - 1")):
+        with pytest.raises(DojoError, match=r"out of range \(" + re.escape(bound)):
+            _value(text)
 
 
 def test_precedence_and_associativity():

@@ -63,6 +63,20 @@ def test_rfactor_of_max_starts_from_minus_infinity():
     same_outputs(parse(ROWMAX), p)
 
 
+@pytest.mark.parametrize("dtype,op,identity", [
+    ("i32", "max=", "-2147483648"), ("i32", "min=", "2147483647"),
+    ("i8", "max=", "-128"), ("i64", "min=", "9223372036854775807"),
+    ("i64", "max=", "-9223372036854775808")])
+def test_rfactor_of_an_integer_max_or_min_starts_from_the_types_bound(dtype, op, identity):
+    source = IMAX.replace("i32", dtype).replace("-1000000", "0").replace("max=", op)
+    p = steps(source, "split k by 8", "rfactor k1 as mr", "vectorize k1")
+    assert f"mr[k1i] = {identity}\n" in print_program(p)
+    assert print_program(parse(print_program(p))) == print_program(p)
+    original = parse(source)
+    result = harness.verify(p, original, random_inputs(original, 2), reference="interp")
+    assert result["verified"], result
+
+
 def test_rfactor_makes_the_lane_loop_vectorizable_as_plain_lanes():
     p = steps(GEMV, "split k by 16", "partition k0", "rfactor k1 as yr", "vectorize k1")
     assert "for k1 in 0..16 vector:" in print_program(p)
@@ -114,7 +128,6 @@ def test_rfactor_is_offered_with_a_free_name():
      "    for k in 0..N:\n      A[i, j] += A[i, k] * A[k, j]\n", (), "rfactor k as r",
      "the reduction's value reads elements of 'A' that the reduction updates"),
     (GEMV, (), "rfactor k as A", "the name 'A' is already taken"),
-    (IMAX, (), "rfactor k as r", "max= of the integer 'm' has no identity to start from"),
     (GEMV.replace("K = 40", "K = 5000"), (), "rfactor k as r",
      "loop 'k' has 5000 iterations; rfactor takes at most 4096"),
     (GEMV, (), "rfactor k r", "usage: rfactor LOOP as NAME"),
