@@ -192,6 +192,8 @@ class LocalEvaluator:
         timed meanwhile (a compiler beside a timed kernel would share its cores and caches);
         a state that fails to build here fails again, with its reason, when evaluated."""
         from .. import harness
+        if len(items) < 2 or compile_workers() < 2:
+            return                      # nothing to overlap (a search's chunks of one)
         with self._lock:
             states = []
             for root, steps in items:
