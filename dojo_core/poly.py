@@ -165,6 +165,10 @@ class Model:
             parts.append(f"{lo} <= {v} < {hi}")
         return " and ".join(parts) if parts else "true"
 
+    def bound_text(self, expr, iterators, suffix: str = "") -> str:
+        """ISL text of a loop bound over these enclosing iterators, renamed with suffix."""
+        return self._bound(expr, list(iterators), suffix)
+
     def _bound(self, expr, iterators, suffix):
         text = affine_text(expr, self.sizes, iterators, allow_minmax=True)
         return _rename(text, iterators, suffix)

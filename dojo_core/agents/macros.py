@@ -13,6 +13,8 @@ Ansor / MetaSchedule sketches use):
 * ``vectorize varying xK``: cut the innermost loops whose trip count varies (triangular
   solvers) into blocks of K vectors and a scalar tail, rfactor their reductions, and
   vectorize the blocks (``varying.py``).
+* ``time tile S x W skew F (L1|L2)``: time skewing of a stencil's time loop, the tile
+  sized for half of the target's L1 or L2 from the program's footprint (``timetiles.py``).
 * ``distribute``: fission loops whose body mixes statements and loops, so that reductions
   form perfect nests (an init nest and an update nest); in a loop that holds a
   contraction, a local used on both sides of a cut is expanded first (scalar expansion).
@@ -45,6 +47,7 @@ from .moves import (Builder, Move, distribute_steps, finish, parallelize_outer_s
 from .labels import tile_sizes
 from .strides import unit_stride_moves
 from .tiles import last_dim_layout, tile_moves
+from .timetiles import time_tile_moves
 from .varying import varying_extent_moves
 
 
@@ -66,6 +69,7 @@ def macro_moves(program, tile=True, target=None, threads=None) -> list:
             moves.append(Move("vectorize inner + parallelize outer", tuple(b.steps)))
     moves.extend(unit_stride_moves(program))
     moves.extend(varying_extent_moves(program, target))
+    moves.extend(time_tile_moves(program, target))
     if tile:
         try:
             moves.extend(tile_moves(program, target, threads))

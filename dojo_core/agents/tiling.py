@@ -27,6 +27,7 @@ from pathlib import Path
 MAX_ROWS = 8          # unrolled rows of a tile: beyond 8 the code grows without reuse gain
 MAX_VECTORS = 4
 DEFAULT_L1D = 32 * 1024
+DEFAULT_L2 = 512 * 1024
 
 
 @dataclass(frozen=True)
@@ -105,22 +106,33 @@ def reduction_blocks(target, itemsize: int, cols: int) -> list:
 def l1_data_bytes(target) -> int:
     """The L1 data cache of this machine when the target is native (sysfs), else 32 KiB,
     the size of every core these targets name (Zen, Skylake, Neoverse, SiFive X280)."""
+    return (_host_cache(1) or DEFAULT_L1D) if _native(target) else DEFAULT_L1D
+
+
+def l2_bytes(target) -> int:
+    """The (per-core) L2 cache of this machine when the target is native (sysfs), else
+    512 KiB (Zen 2-3, Skylake client, Neoverse N1: the least of the cores the targets name)."""
+    return (_host_cache(2) or DEFAULT_L2) if _native(target) else DEFAULT_L2
+
+
+def _native(target) -> bool:
     machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine(), platform.machine())
-    return _host_l1d() if target.arch == machine else DEFAULT_L1D
+    return target.arch == machine
 
 
-@lru_cache(maxsize=1)
-def _host_l1d() -> int:
+@lru_cache(maxsize=4)
+def _host_cache(level: int) -> int:
+    """The size in bytes of this core's data (or unified) cache of this level; 0 unknown."""
     for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
         try:
-            level = (index / "level").read_text().strip()
+            found = (index / "level").read_text().strip()
             kind = (index / "type").read_text().strip()
             size = (index / "size").read_text().strip().upper()
         except OSError:
             continue
-        if level == "1" and kind in ("Data", "Unified"):
+        if found == str(level) and kind in ("Data", "Unified"):
             scale = {"K": 1024, "M": 1024 * 1024}.get(size[-1:], 1)
             digits = size.rstrip("KM")
             if digits.isdigit():
                 return int(digits) * scale
-    return DEFAULT_L1D
+    return 0
