@@ -121,6 +121,16 @@ def summarize(c: Contender, extra: dict) -> dict:
     return cell
 
 
+def search_outcome(result) -> str:
+    """"kept" (the best state has steps), "not confirmed" (a trial timed below the root,
+    but re-timed beside it, it was not faster in every round: the root was kept) or
+    "nothing found" (no trial timed below the root)."""
+    if result.best.steps:
+        return "kept"
+    conf = result.confirmation
+    return "not confirmed" if conf and conf.get("kept") == "root" else "nothing found"
+
+
 def search_cold(program, agent, threads, args, target):
     """(SearchResult, wall seconds) of one agent's search with a fresh LocalEvaluator (no
     measurement cache) and, unless --warm-compile-cache, a fresh compile cache: every
@@ -238,7 +248,8 @@ def bench_kernel(name, dtype, threads_list, args, ctx) -> list:
                             search_baseline_s=result.baseline.median_s,
                             failed_measurements=sum(1 for tr in result.trials
                                                     if tr.median_s is None),
-                            phases=normalize_phases(getattr(result, "phases", None)))
+                            phases=normalize_phases(getattr(result, "phases", None)),
+                            confirmation=result.confirmation, outcome=search_outcome(result))
                 state = replay(program, list(best.steps), f"<{agent} best>")
                 lib = harness.build(state, target, timeout=args.compile_timeout)
                 check = check_outputs(state, inputs, lib, expected, t, args.run_timeout)
@@ -255,6 +266,7 @@ def bench_kernel(name, dtype, threads_list, args, ctx) -> list:
                     traceback.print_exc()
             row["agents"][agent] = cell
             print(f"  {name} {dtype} thr={t}: {agent} searched in {cell.get('wall_s', 0):.1f} s"
+                  + (f", {cell['outcome']}" if cell.get("outcome") else "")
                   + (f" ({cell['error']})" if cell.get("error") else ""),
                   file=sys.stderr, flush=True)
 

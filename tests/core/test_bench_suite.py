@@ -54,6 +54,7 @@ def test_suite_bench_on_a_tiny_kernel(tmp_path, monkeypatch, capsys):
         assert cell["verified"] is True and cell["median_s"] > 0
         assert 1 <= cell["measurements"] <= 2 and cell["wall_s"] > 0
         assert isinstance(cell.get("phases"), dict)
+        assert cell["outcome"] == ("kept" if cell["steps"] else "nothing found")
         # a search that kept the kernel as it was is the baseline's program: its timings
         assert ("timed_as" in cell) == (cell["steps"] == [])
         if not cell["steps"]:
@@ -102,3 +103,19 @@ def test_suite_bench_refuses_a_target_that_does_not_run_here(capsys):
         _load_script().main(["--kernels", "atax", "--target", "riscv-rvv", "--no-tvm"])
     assert exc.value.code == 2
     assert "does not run natively on this" in capsys.readouterr().err
+
+
+def test_a_search_outcome_says_whether_something_was_found_and_confirmed():
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    from suite_kernel import search_outcome
+    from dojo_core.agents.base import Measurement, SearchResult, Trial
+    root, faster = Trial((), Measurement(2.0)), Trial(("vectorize i",), Measurement(1.0))
+    found = SearchResult("greedy", "k", None, trials=[root, faster])
+    assert search_outcome(found) == "kept"
+    found.confirmation = {"steps": ["vectorize i"], "root_s": [2.0], "best_s": [2.1],
+                          "kept": "root"}
+    assert search_outcome(found) == "not confirmed"
+    slower = SearchResult("greedy", "k", None, trials=[root, Trial(("split i by 2",),
+                                                                     Measurement(3.0))])
+    assert search_outcome(slower) == "nothing found"
