@@ -15,6 +15,8 @@ Ansor / MetaSchedule sketches use):
   vectorize the blocks (``varying.py``).
 * ``time tile S x W skew F (L1|L2)``: time skewing of a stencil's time loop, the tile
   sized for half of the target's L1 or L2 from the program's footprint (``timetiles.py``).
+* ``cache block p q by B``: B x B blocks of the two innermost loops of a nest whose accesses
+  want opposite orders (a transpose), B from the target's L1 (``blocking.py``).
 * ``distribute``: fission loops whose body mixes statements and loops, so that reductions
   form perfect nests (an init nest and an update nest); in a loop that holds a
   contraction, a local used on both sides of a cut is expanded first (scalar expansion).
@@ -44,6 +46,7 @@ from __future__ import annotations
 from ..transforms.base import NotApplicable
 from .moves import (Builder, Move, distribute_steps, finish, parallelize_outer_steps,
                     vectorize_inner_steps)
+from .blocking import cache_block_moves
 from .labels import tile_sizes
 from .strides import unit_stride_moves
 from .tiles import last_dim_layout, tile_moves
@@ -70,6 +73,7 @@ def macro_moves(program, tile=True, target=None, threads=None) -> list:
     moves.extend(unit_stride_moves(program))
     moves.extend(varying_extent_moves(program, target))
     moves.extend(time_tile_moves(program, target))
+    moves.extend(cache_block_moves(program, target))
     if tile:
         try:
             moves.extend(tile_moves(program, target, threads))

@@ -65,7 +65,7 @@ def _innermost(loop) -> bool:
     return not any(isinstance(s, ir.Loop) for s in loop.body)
 
 
-def _perfect_chains(program) -> list:
+def perfect_chains(program) -> list:
     """[loops outer to inner] of every perfect nest: each loop's body is the next loop,
     the last holds statements only."""
     chains = []
@@ -90,7 +90,7 @@ def _bubble_unit_stride(b: Builder) -> bool:
     changed, relaid = False, set()
     for _ in range(16):
         loops = analyze(b.program).loops
-        for chain in _perfect_chains(b.program):
+        for chain in perfect_chains(b.program):
             inner = loops.get(chain[-1].iterator)
             if inner is None or not inner.counts["strided"] or chain[-1].annotations:
                 continue
