@@ -57,16 +57,16 @@ class TimeTile(Transformation):
         return f"{self.name} {loop} by {steps} x {sizes} skew {factor}"
 
     def candidates(self, program):
-        """Each time loop's one-level tile of 4 steps, skew 1 or 2."""
+        """Each time loop's one-level tile of (at most) 4 steps, skew 1 or 2."""
         sizes = program.size_values
         for loop in time_loops(program):
             n = const_value(sub(loop.hi, loop.lo), sizes)
             widths = [const_value(sub(c.hi, c.lo), sizes) for c in loop.body]
-            if n is None or n <= 4 or any(w is None or w <= 4 for w in widths):
+            if n is None or n < 3 or any(w is None or w < 4 for w in widths):
                 continue
-            width = min(32, max(2, min(widths) // 2))
+            width = min(32, min(widths) // 2)
             for factor in (1, 2):
-                yield loop.iterator, 4, (width,), factor
+                yield loop.iterator, min(4, n - 1), (width,), factor
 
     def check(self, program, params):
         name, steps, widths, factor = params
