@@ -9,7 +9,8 @@ after every measurement, in order; ``should_stop`` is polled between measurement
 result's ``phases`` says where the time went (``phases.PhaseClock``). Where the evaluator
 can re-time states (``remeasure``) and the budget is at least MIN_CONFIRM_BUDGET, the last
 2 * CONFIRM_ROUNDS measurements of the budget are kept for ``confirm``: the root and the
-best state timed again together, the best kept only if it is faster beyond the spread. Where
+best state timed again together, the best kept only if it is faster beyond the spread and
+by at least MIN_GAIN. Where
 the evaluator offers ``prepare(items)``, a batch is handed to it before it is measured (the
 local evaluator compiles the batch in parallel).  Every
 trial's steps are legal from the root (moves are replayed before they are measured; an
@@ -23,6 +24,7 @@ with split factors thinned to powers of two from 4 to 256; ranked by the prior (
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from typing import Callable, Optional
 
@@ -51,6 +53,7 @@ INNER_SPLIT_BONUS = 0.5
 # 1 time in 6 (nussinov at two threads kept a noise-level state that timed 0.96x gcc)
 CONFIRM_ROUNDS = 3
 MIN_CONFIRM_BUDGET = 10     # below this the whole budget goes to the search
+MIN_GAIN = 0.02             # a kept state's median re-timing is at least this much below the root's
 
 
 def default_prior(program, moves) -> list:
@@ -235,8 +238,10 @@ class Session:
     def confirm(self) -> None:
         """Re-time the root and the best trial together (CONFIRM_ROUNDS interleaved rounds,
         fresh measurements that the reserve paid for) and keep the best trial only if every
-        one of its timings is below every one of the root's: a state that looked faster by
-        less than the timings' spread is not worth its steps. A search stopped early (its
+        one of its timings is below every one of the root's and its median is MIN_GAIN below
+        the root's: a state that looked faster by less than the timings' spread, or by less
+        than noise on a shared machine (a 0.2% margin was seen to turn into a 3% loss when
+        timed again), is not worth its steps. A search stopped early (its
         time ran out, or it was asked to stop) is confirmed too: that is when its best was
         measured least."""
         best = self.result.best
@@ -245,7 +250,8 @@ class Session:
         with self.clock.phase("confirm"):
             root_s, best_s = self.evaluator.remeasure([(self.root, ()), (self.root, best.steps)],
                                                       rounds=CONFIRM_ROUNDS)
-        kept = "best" if root_s and best_s and max(best_s) < min(root_s) else "root"
+        kept = "best" if root_s and best_s and max(best_s) < min(root_s) and \
+            statistics.median(best_s) <= (1 - MIN_GAIN) * statistics.median(root_s) else "root"
         self.result.confirmation = {"steps": list(best.steps), "root_s": root_s,
                                     "best_s": best_s, "kept": kept}
 

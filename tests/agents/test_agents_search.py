@@ -213,6 +213,8 @@ class _Retimed(AnalyticEvaluator):
 @pytest.mark.parametrize("retimings,kept", [
     ([[1.0, 1.1, 1.0], [0.5, 0.6, 0.5]], "best"),      # faster in every re-timing
     ([[1.0, 1.1, 1.0], [0.9, 1.05, 0.9]], "root"),     # within the root's spread
+    ([[1.0, 1.0, 1.0], [0.99, 0.985, 0.99]], "root"),  # faster every time, by under MIN_GAIN
+    ([[1.0, 1.0, 1.0], [0.97, 0.975, 0.97]], "best"),  # faster every time, by over MIN_GAIN
     ([[1.0, 1.1, 1.0], None], "root"),                 # the best state failed when re-timed
 ])
 def test_the_best_state_is_kept_only_if_its_retimings_beat_the_roots(retimings, kept):
