@@ -21,8 +21,7 @@ from ..codegen.c_expr import ITEMSIZE
 from ..codegen.targets import get_target
 from ..interp import array_shape
 from ..poly import const_value
-from ..transforms import explain
-from ..transforms.timetile import MAX_DIMS, time_loops
+from ..transforms.timetile import MAX_DIMS, TIMETILE, time_loops
 from .moves import Builder, Move, finish
 from .tiling import l1_data_bytes, l2_bytes
 
@@ -37,8 +36,11 @@ def time_tile_moves(program, target=None) -> list:
                ("L2", l2_bytes(target)))
     moves, seen = [], set()
     for loop in time_loops(program):
+        if _level_extents(loop, 1, program.size_values) is None:
+            continue        # an already tiled nest (clipped bounds): skip the costly probes
+        factor = least_skew(program, loop)
         for level, budget in budgets:
-            shape = time_tile_shape(program, loop, budget)
+            shape = time_tile_shape(program, loop, budget, factor)
             if shape is None or shape in seen:
                 continue
             seen.add(shape)
@@ -53,11 +55,11 @@ def time_tile_moves(program, target=None) -> list:
     return moves
 
 
-def time_tile_shape(program, loop, budget: int):
-    """(steps, widths, skew) of the widest legal tile whose live set fits ``budget``."""
+def time_tile_shape(program, loop, budget: int, factor):
+    """(steps, widths, skew) of the widest tile with skew ``factor`` (see least_skew) whose
+    live set fits ``budget``; None when there is none or the factor is None."""
     sizes = program.size_values
     n_steps = const_value(ir.BinOp("-", loop.hi, loop.lo), sizes)
-    factor = _least_skew(program, loop)
     if factor is None or not n_steps:
         return None
     for depth in range(1, MAX_DIMS):
@@ -78,9 +80,11 @@ def time_tile_shape(program, loop, budget: int):
     return None
 
 
-def _least_skew(program, loop):
+def least_skew(program, loop):
+    """The least skew in 1..MAX_SKEW that the transformation's check accepts for this loop
+    (probed with a small tile), or None."""
     for factor in range(1, MAX_SKEW + 1):
-        if explain(program, f"timetile {loop.iterator} by 2 x 4 skew {factor}") is None:
+        if TIMETILE.check(program, (loop.iterator, 2, (4,), factor)) is None:
             return factor
     return None
 
@@ -142,4 +146,4 @@ def _touched(loop) -> dict:
     return out
 
 
-__all__ = ["time_tile_moves", "time_tile_shape"]
+__all__ = ["least_skew", "time_tile_moves", "time_tile_shape"]

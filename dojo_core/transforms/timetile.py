@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..affine import add, mul, simplify, sub
-from ..deps import dependences
+from ..deps import dependences, memo
 from ..poly import const_value, isl_name, lex_before_text
 from .base import Transformation, parse_int
 from .util import declared_names, fresh, find_loop, replace_at, uses_var, with_body
@@ -165,16 +165,15 @@ def _tiled_child(child, levels, tile_names, widths, factor, shift, time):
 def _shift_step(program, params):
     """The least c in 0..F for which shifting child k by c*k points makes the tiling legal,
     or None."""
-    return _SHIFTS.get((program, params)) if (program, params) in _SHIFTS else \
-        _SHIFTS.setdefault((program, params), _find_shift(program, params))
+    found = memo(_SHIFTS, (program, params), lambda key: _find_shift(*key), limit=1024)
+    return None if found == NO_SHIFT else found
 
 
+NO_SHIFT = -1              # memoised for "no legal shift" (memo recomputes a None)
 _SHIFTS: dict = {}
 
 
-def _find_shift(program, params):
-    if len(_SHIFTS) > 1024:
-        _SHIFTS.clear()
+def _find_shift(program, params) -> int:
     name, steps, widths, factor = params
     loop, _ = find_loop(program, name)
     deps = dependences(program)
@@ -190,8 +189,8 @@ def _find_shift(program, params):
         if not deps.exists(stmts, stmts, cond):
             return c
         if len(loop.body) == 1:
-            return None
-    return None
+            return NO_SHIFT
+    return NO_SHIFT
 
 
 def _schedule(deps, stmt, suffix, params, shift):

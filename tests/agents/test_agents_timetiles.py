@@ -7,7 +7,7 @@ import numpy as np
 
 from dojo_core import harness, interp, suite
 from dojo_core.agents.macros import macro_moves
-from dojo_core.agents.timetiles import time_tile_moves, time_tile_shape
+from dojo_core.agents.timetiles import least_skew, time_tile_moves, time_tile_shape
 from dojo_core.kernels import load_kernel
 from dojo_core.transforms.timetile import time_loops
 from dojo_core.walks import replay
@@ -23,7 +23,8 @@ def test_the_tile_is_the_widest_whose_live_rows_fit_the_budget():
     program = jacobi_2d()
     loop = time_loops(program)[0]
     for rows in (30, 60, 120):
-        steps, widths, skew = time_tile_shape(program, loop, rows * ROW_BYTES)
+        steps, widths, skew = time_tile_shape(program, loop, rows * ROW_BYTES,
+                                              least_skew(program, loop))
         assert skew == 2                               # two sweeps: skew 1 is not legal
         assert widths == (rows - 2 * skew - 2,)        # live rows: width, lean at both edges, halo
         assert skew * steps <= widths[0] < skew * 2 * steps or steps == 16
@@ -33,9 +34,10 @@ def test_rows_too_large_for_the_budget_tile_two_levels_only_above_the_innermost(
     three_d = suite.load("heat_3d", "f64", {"TSTEPS": 20, "N": 60})
     loop = time_loops(three_d)[0]
     plane = 2 * 8 * 60 * 60
-    steps, widths, skew = time_tile_shape(three_d, loop, plane * 3)    # 3 planes: no 1-level tile
+    steps, widths, skew = time_tile_shape(three_d, loop, plane * 3, 2)   # 3 planes: no 1-level tile
     assert len(widths) == 2
-    assert time_tile_shape(jacobi_2d(), time_loops(jacobi_2d())[0], ROW_BYTES * 5) is None
+    assert least_skew(three_d, loop) == 2
+    assert time_tile_shape(jacobi_2d(), time_loops(jacobi_2d())[0], ROW_BYTES * 5, 2) is None
 
 
 def test_nothing_to_tile_when_the_data_fits_whole():
@@ -61,3 +63,10 @@ def test_the_move_vectorizes_the_inner_loops_and_keeps_outputs():
     for out in ("A", "B"):
         np.testing.assert_array_equal(got[out], want[out])
     assert harness.verify(state, program, inputs, reference="interp")["verified"]
+
+
+def test_an_already_time_tiled_nest_gets_no_second_tile():
+    program = jacobi_2d(n=300, steps=6)
+    tiled = replay(program, list(time_tile_moves(program, "x86-avx2")[0].steps))
+    assert time_loops(tiled)                       # its tile loops index no array either
+    assert time_tile_moves(tiled, "x86-avx2") == []
