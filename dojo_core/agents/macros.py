@@ -15,6 +15,9 @@ Ansor / MetaSchedule sketches use):
   vectorize the blocks (``varying.py``).
 * ``time tile S x W skew F (L1|L2)``: time skewing of a stencil's time loop, the tile
   sized for half of the target's L1 or L2 from the program's footprint (``timetiles.py``).
+* ``wavefront I J by F``: skew an in-place sweep whose innermost loop J is a chain of
+  dependent points (Gauss-Seidel) so that the points of one wavefront, independent of each
+  other, run together; F the least that makes them independent (``wavefronts.py``).
 * ``cache block p q by B``: B x B blocks of the two innermost loops of a nest whose accesses
   want opposite orders (a transpose), B from the target's L1 (``blocking.py``).
 * ``distribute``: fission loops whose body mixes statements and loops, so that reductions
@@ -52,6 +55,7 @@ from .strides import unit_stride_moves
 from .tiles import last_dim_layout, tile_moves
 from .timetiles import time_tile_moves
 from .varying import varying_extent_moves
+from .wavefronts import wavefront_moves
 
 
 def macro_moves(program, tile=True, target=None, threads=None) -> list:
@@ -74,6 +78,7 @@ def macro_moves(program, tile=True, target=None, threads=None) -> list:
     moves.extend(varying_extent_moves(program, target))
     moves.extend(time_tile_moves(program, target))
     moves.extend(cache_block_moves(program, target))
+    moves.extend(wavefront_moves(program))
     if tile:
         try:
             moves.extend(tile_moves(program, target, threads))

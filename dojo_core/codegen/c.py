@@ -254,7 +254,7 @@ class CGenerator:
         if "parallel" in ann:
             if parallel.outline(self, stmt, depth):
                 return
-            self.emit(depth, "#pragma omp parallel for")
+            self.emit(depth, "#pragma omp parallel for" + self.omp_schedule(stmt))
         if "unroll" in ann:
             n = self.extent(stmt)
             if n is not None:
@@ -269,8 +269,15 @@ class CGenerator:
             inner = [INDENT + line for line in self.lines[start + 1:]]
             tag = self.origins.tag
             self.lines[start:] = [tag(pad + "#pragma omp parallel"), tag(pad + "{"),
-                                  tag(pad + INDENT + "#pragma omp for nowait")] + inner + \
+                                  tag(pad + INDENT + "#pragma omp for" + self.omp_schedule(stmt)
+                                      + " nowait")] + inner + \
                                  [tag(pad + INDENT + "dojo_sfence();"), tag(pad + "}")]
+
+    @staticmethod
+    def omp_schedule(stmt) -> str:
+        """The schedule clause of an inline parallel loop: round-robin single iterations
+        when they do unequal work (``parallel.varying_work``), else OpenMP's default."""
+        return " schedule(static, 1)" if parallel.varying_work(stmt) else ""
 
     def extent(self, stmt):
         lo, hi = const_value(stmt.lo, self.sizes), const_value(stmt.hi, self.sizes)

@@ -10,6 +10,13 @@ A ``parallel`` loop ``for (i = lo; i < hi; ++i) BODY`` becomes
     { <this thread's contiguous share b..e of lo..hi, as schedule(static)>;
       if (b < e) KERNEL_parN(b, e, ...); }
 
+When the iterations do unequal work (``varying_work``: a loop inside has a bound linear in
+the parallel iterator, a triangle such as syr2k's ``for j in 0..i + 1``), contiguous shares
+leave the thread with the last rows most of the work (three quarters of a triangle at two
+threads); the iterations are then dealt round-robin instead, each thread calling the
+function on ``t, t + nt, t + 2*nt, ...`` one iteration at a time (an inline loop gets
+``schedule(static, 1)``, the same order).
+
 The free variables are: the kernel arrays (in declaration order), then the array locals of
 enclosing blocks the loop touches (``restrict`` pointers, ``const`` for those the loop does
 not write: they are distinct objects, so ``restrict`` holds), then the enclosing iterators and scalar
@@ -75,6 +82,36 @@ def _used_names(loop: ir.Loop) -> tuple:
     return used, declared, written
 
 
+def varying_work(loop: ir.Loop) -> bool:
+    """Does the work of an iteration of ``loop`` grow or shrink with its iterator: does a
+    bound of a loop inside it use the iterator (``for j in 0..i + 1``, ``0..(i + 4) // 4``)?
+    Uses inside ``min``/``max`` do not count (a partial last tile, a clipped time tile): all
+    iterations but those at the edges do the same work."""
+    for inner in ir.loops(loop.body):
+        if _uses_outside_min_max(inner.lo, loop.iterator) or \
+                _uses_outside_min_max(inner.hi, loop.iterator):
+            return True
+    return False
+
+
+def _uses_outside_min_max(expr, name: str) -> bool:
+    if isinstance(expr, ir.Var):
+        return expr.name == name
+    if isinstance(expr, ir.Call) and expr.func in ("min", "max"):
+        return False
+    if isinstance(expr, ir.BinOp):
+        children = (expr.lhs, expr.rhs)
+    elif isinstance(expr, ir.Neg):
+        children = (expr.operand,)
+    elif isinstance(expr, ir.Call):
+        children = expr.args
+    elif isinstance(expr, ir.Access):
+        children = expr.indices
+    else:
+        children = ()
+    return any(_uses_outside_min_max(child, name) for child in children)
+
+
 def _pointer(buf, written: bool) -> str:
     """The parameter of an array: ``restrict``, and ``const`` when the loop only reads it."""
     return f"{'' if written else 'const '}{buf.ctype} *restrict {buf.cname}"
@@ -137,14 +174,22 @@ def outline(gen, loop: ir.Loop, depth: int) -> bool:
     gen.emit(depth + 1, "#ifdef _OPENMP")
     gen.emit(depth + 1, "#pragma omp parallel")
     gen.emit(depth + 1, "{")
-    gen.emit(depth + 2, f"const int64_t dojo_n = {_HI} > {_LO} ? {_HI} - {_LO} : 0;")
-    gen.emit(depth + 2, "const int64_t dojo_t = omp_get_thread_num(), "
-                        "dojo_nt = omp_get_num_threads();")
-    gen.emit(depth + 2, "const int64_t dojo_q = dojo_n / dojo_nt, dojo_r = dojo_n % dojo_nt;")
-    gen.emit(depth + 2, f"const int64_t dojo_b = {_LO} + dojo_t * dojo_q + "
-                        "(dojo_t < dojo_r ? dojo_t : dojo_r);")
-    gen.emit(depth + 2, "const int64_t dojo_e = dojo_b + dojo_q + (dojo_t < dojo_r);")
-    gen.emit(depth + 2, f"if (dojo_b < dojo_e) {fname}({', '.join(['dojo_b', 'dojo_e'] + rest)});")
+    threads = "const int64_t dojo_t = omp_get_thread_num(), dojo_nt = omp_get_num_threads();"
+    if varying_work(loop):
+        gen.emit(depth + 2, threads)
+        gen.emit(depth + 2, f"for (int64_t dojo_i = {_LO} + dojo_t; dojo_i < {_HI}; "
+                            "dojo_i += dojo_nt)")
+        gen.emit(depth + 3, f"{fname}({', '.join(['dojo_i', 'dojo_i + 1'] + rest)});")
+    else:
+        gen.emit(depth + 2, f"const int64_t dojo_n = {_HI} > {_LO} ? {_HI} - {_LO} : 0;")
+        gen.emit(depth + 2, threads)
+        gen.emit(depth + 2, "const int64_t dojo_q = dojo_n / dojo_nt, "
+                            "dojo_r = dojo_n % dojo_nt;")
+        gen.emit(depth + 2, f"const int64_t dojo_b = {_LO} + dojo_t * dojo_q + "
+                            "(dojo_t < dojo_r ? dojo_t : dojo_r);")
+        gen.emit(depth + 2, "const int64_t dojo_e = dojo_b + dojo_q + (dojo_t < dojo_r);")
+        gen.emit(depth + 2,
+                 f"if (dojo_b < dojo_e) {fname}({', '.join(['dojo_b', 'dojo_e'] + rest)});")
     gen.emit(depth + 1, "}")
     gen.emit(depth + 1, "#else")
     gen.emit(depth + 1, f"if ({_LO} < {_HI}) {fname}({', '.join([_LO, _HI] + rest)});")

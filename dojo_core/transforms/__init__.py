@@ -16,7 +16,7 @@ from .base import NotApplicable, Transformation
 from . import annotate, interchange, split
 from . import fission, fuse, hoist, merge, reorder
 from . import accumulate, expand, inline, layout, materialize, partition, precompute
-from . import prefetch, rfactor, stage, timetile
+from . import prefetch, rfactor, stage, timetile, wavefront
 
 REGISTRY: dict = {}
 
@@ -30,7 +30,8 @@ for _t in (split.SPLIT, partition.PARTITION, interchange.INTERCHANGE, merge.MERG
            fission.FISSION, reorder.REORDER, hoist.HOIST, annotate.PARALLELIZE, annotate.VECTORIZE,
            annotate.UNROLL, annotate.BIND, stage.STAGE, accumulate.ACCUMULATE, layout.LAYOUT,
            inline.INLINE, materialize.MATERIALIZE, expand.EXPAND, rfactor.RFACTOR,
-           prefetch.PREFETCH, precompute.PRECOMPUTE, timetile.TIMETILE):
+           prefetch.PREFETCH, precompute.PRECOMPUTE, timetile.TIMETILE,
+           wavefront.WAVEFRONT):
     register(_t)
 
 

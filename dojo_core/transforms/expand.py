@@ -63,6 +63,8 @@ class Expand(Transformation):
         loop, _ = find_loop(program, where)
         if loop is None:
             return f"there is no loop '{where}'"
+        if extent(loop, program.size_values) == 0:
+            return f"loop '{where}' runs no iterations at these sizes: there is nothing to expand"
         decl = _local_in(loop, name)
         temp = program.array(name)
         if decl is None and temp is not None and temp.kind == "temp":

@@ -27,6 +27,7 @@ already makes (floating-point sums may round differently, within the dtype's tol
 from __future__ import annotations
 
 from .. import ir
+from ..affine import simplify, sub
 from ..deps import dependences
 from . import scope
 from .base import Transformation
@@ -128,7 +129,8 @@ class RFactor(Transformation):
         init_it = f"{loop_name}i" if f"{loop_name}i" not in taken else fresh(taken, f"{loop_name}i")
         taken.add(init_it)
         sum_it = f"{loop_name}r" if f"{loop_name}r" not in taken else fresh(taken, f"{loop_name}r")
-        partial = ir.Assign(ir.Access(name, (ir.Var(loop_name),)), stmt.op, stmt.value, stmt.loc)
+        slot = simplify(sub(ir.Var(loop_name), loop.lo))     # slots count from the loop's start
+        partial = ir.Assign(ir.Access(name, (slot,)), stmt.op, stmt.value, stmt.loc)
 
         def rewrite(node):
             if node is loop:

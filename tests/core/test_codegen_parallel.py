@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from dojo_core import harness, interp
+from dojo_core import harness, interp, ir
 from dojo_core.codegen import generate_c
+from dojo_core.codegen.parallel import varying_work
 from dojo_core.kernels import random_inputs
 from dojo_core.printer import print_program
 from dojo_core.source import load_source
@@ -143,6 +144,49 @@ def test_shares_of_a_triangular_range_and_its_empty_last_row(threads):
     assert "if (dojo_lo < i2 + 1 || dojo_hi > N) __builtin_unreachable();" in text
     assert "if (dojo_b < dojo_e) dojo_kernel_par1(dojo_b, dojo_e, X, Y, i2);" in text
     assert_matches_interp(program, threads)
+
+
+LOWER_ROWS = kernel_text("lower(N = 13)", "in X: f32[N, N]; out Y: f32[N, N]", """\
+for i in 0..N:
+  for j in 0..N:
+    Y[i, j] = 0
+for i2 in 0..N parallel:
+  for j2 in 0..i2 + 1:
+    Y[i2, j2] = X[i2, j2] * 2 + X[j2, i2]
+""")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_rows_of_unequal_work_are_dealt_round_robin(threads):
+    """Row i2 of a lower triangle holds i2 + 1 points: contiguous shares would leave the
+    last thread most of them, so each thread takes every nt-th row."""
+    program = load_source(LOWER_ROWS)
+    text = generate_c(program, "x86-avx2")
+    assert "for (int64_t dojo_i = dojo_lo + dojo_t; dojo_i < dojo_hi; dojo_i += dojo_nt)" in text
+    assert "dojo_kernel_par1(dojo_i, dojo_i + 1, X, Y);" in text
+    assert "dojo_b < dojo_e" not in text
+    assert_matches_interp(program, threads)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_an_inline_loop_of_unequal_rows_is_scheduled_round_robin(threads):
+    program = replay(load_source(LOWER_ROWS.replace(" parallel:", ":")),
+                     ["split j2 by 4", "partition j20", "vectorize j21", "parallelize i2"])
+    text = generate_c(program, "x86-avx2")
+    assert "#pragma omp parallel for schedule(static, 1)" in text and "_par1(" not in text
+    assert_matches_interp(program, threads)
+
+
+def test_partial_tiles_and_clipped_bounds_do_not_make_work_unequal():
+    tiled = replay(load_source(LOWER_ROWS.replace(" parallel:", ":")), ["split j by 4"])
+    outer = next(l for l in ir.loops(tiled) if l.iterator == "j0")
+    assert not varying_work(outer)                # j1 in 0..min(4, N - 4*j0): only the edge
+    split_rows = replay(load_source(LOWER_ROWS), ["split j2 by 4"])
+    assert varying_work(next(l for l in ir.loops(split_rows) if l.iterator == "i2"))
+    rows = next(l for l in ir.loops(load_source(LOWER_ROWS)) if l.iterator == "i2")
+    assert varying_work(rows)
+    assert not varying_work(next(l for l in ir.loops(load_source(LOWER_ROWS))
+                                 if l.iterator == "i"))
 
 
 # --------------------------------------------------------------------------- streaming stores

@@ -618,6 +618,17 @@ for i in 0..N:
     B[i, k] = t[k]
 """)
 
+NO_ITERATIONS = kernel_text("ni(N = 4)", "in A: f32[N]; out B: f32[N]", """\
+for k in 0..N:
+  B[k] = A[k]
+for i in 1..1:
+  local t: f32[N]
+  for j in 0..N:
+    t[j] = A[j] * 2
+  for k2 in 0..N:
+    B[k2] = t[k2]
+""")
+
 TRIANGLE_LOCAL = kernel_text("tl(N = 6)", "in A: f32[N, N]; out B: f32[N, N]", """\
 for i in 0..N:
   for j in 0..i + 1:
@@ -746,6 +757,8 @@ REFUSALS = [
     ("expand-minmax-start", TAIL_LOCAL, "expand t at j0t",
      "loop 'j0t' starts at a min() or max(), so its slots 'j0t' - start would not be an "
      "affine index"),
+    ("expand-no-iterations", NO_ITERATIONS, "expand t at i",
+     "loop 'i' runs no iterations at these sizes: there is nothing to expand"),
     ("expand-too-big", BIG_LOCAL, "expand t at i",
      "'t' expanded over 'i' would have 2097152 elements, more than the 1048576 a local "
      "buffer may hold"),

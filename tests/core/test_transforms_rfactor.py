@@ -57,6 +57,20 @@ for i in 0..N:
     same_outputs(parse(GEMV), p)
 
 
+def test_the_partials_of_a_loop_not_starting_at_zero_count_from_its_start():
+    """A reduction loop over 2..K + 2 has K slots, indexed k - 2 (indexed k, the last two
+    lay past the local's end: found by a random walk on a generated program)."""
+    shifted = GEMV.replace("for k in 0..K:", "for k in 2..K + 2:").replace(
+        "A[i, k] * x[k]", "A[i, k - 2] * x[k - 2]")
+    p = steps(shifted, "rfactor k as yr")
+    text = print_program(p)
+    assert "local yr: f32[40]" in text and "yr[k - 2] += A[i, k - 2] * x[k - 2]" in text
+    same_outputs(parse(shifted), p)
+    x = random_inputs(parse(shifted), 1)
+    np.testing.assert_allclose(harness.run_c(p, x)["y"],
+                               harness.run_c(parse(shifted), x)["y"], rtol=1e-5)
+
+
 def test_rfactor_of_max_starts_from_minus_infinity():
     p = steps(ROWMAX, "split k by 8", "rfactor k1 as mr")
     assert "mr[k1i] = -inf" in print_program(p) and "m[i] max= mr[k1r]" in print_program(p)
