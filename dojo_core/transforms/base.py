@@ -109,6 +109,16 @@ class LoopPair(Transformation):
             return f"annotated loops are not {self.done}; {self.name} before annotating"
         return outer, path, inner
 
+    def rectangular_pair(self, program, outer_name: str, inner_name: str):
+        """``pair``, also refusing an inner loop whose bounds depend on the outer one."""
+        found = self.pair(program, outer_name, inner_name)
+        if isinstance(found, str):
+            return found
+        inner = found[2]
+        if any(outer_name in ir.var_names(b) for b in (inner.lo, inner.hi)):
+            return f"the bounds of '{inner_name}' depend on '{outer_name}'"
+        return found
+
 
 def _is_parameter(word: str) -> bool:
     """An UPPER_CASE word of a grammar (a parameter), not a keyword."""

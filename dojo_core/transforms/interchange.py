@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import ir
 from ..deps import dependences, same
 from .base import LoopPair
-from .util import find_loop, loops_around, replace_at, uses_var
+from .util import find_loop, loops_around, replace_at
 
 
 class Interchange(LoopPair):
@@ -21,13 +21,10 @@ class Interchange(LoopPair):
 
     def check(self, program, params):
         outer_name, inner_name = params
-        pair = self.pair(program, outer_name, inner_name)
+        pair = self.rectangular_pair(program, outer_name, inner_name)
         if isinstance(pair, str):
             return pair
         outer, path, inner = pair
-        if uses_var([ir.Assign(ir.Access("_", ()), "=", inner.lo),
-                     ir.Assign(ir.Access("_", ()), "=", inner.hi)], outer_name):
-            return f"the bounds of '{inner_name}' depend on '{outer_name}'"
         deps = dependences(program)
         stmts = deps.inside(inner_name)
         around = [l.iterator for l in loops_around(program, path)]

@@ -26,7 +26,7 @@ from .. import ir
 from ..affine import add, mul, simplify, sub
 from ..deps import dependences, same
 from .base import LoopPair, parse_int
-from .util import declared_names, fresh, loops_around, replace_at, substitute_stmts, uses_var
+from .util import declared_names, fresh, loops_around, replace_at, substitute_stmts
 
 MAX_FACTOR = 8
 
@@ -51,13 +51,10 @@ class Wavefront(LoopPair):
         outer_name, inner_name, factor = params
         if not 1 <= factor <= MAX_FACTOR:
             return f"the skew factor must be in 1..{MAX_FACTOR}, got {factor}"
-        pair = self.pair(program, outer_name, inner_name)
+        pair = self.rectangular_pair(program, outer_name, inner_name)
         if isinstance(pair, str):
             return pair
         outer, path, inner = pair
-        if uses_var([ir.Assign(ir.Access("_", ()), "=", inner.lo),
-                     ir.Assign(ir.Access("_", ()), "=", inner.hi)], outer_name):
-            return f"the bounds of '{inner_name}' depend on '{outer_name}'"
         deps = dependences(program)
         stmts = deps.inside(inner_name)
         around = [l.iterator for l in loops_around(program, path)]
