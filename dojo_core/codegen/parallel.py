@@ -10,8 +10,9 @@ A ``parallel`` loop ``for (i = lo; i < hi; ++i) BODY`` becomes
     { <this thread's contiguous share b..e of lo..hi, as schedule(static)>;
       if (b < e) KERNEL_parN(b, e, ...); }
 
-When the iterations do unequal work (``varying_work``: a loop inside has a bound linear in
-the parallel iterator, a triangle such as syr2k's ``for j in 0..i + 1``), contiguous shares
+When the iterations do unequal work (``varying_work``: a loop inside has a bound that uses
+the parallel iterator outside ``min``/``max``, a triangle such as syr2k's
+``for j in 0..i + 1``), contiguous shares
 leave the thread with the last rows most of the work (three quarters of a triangle at two
 threads); the iterations are then dealt round-robin instead, each thread calling the
 function on ``t, t + nt, t + 2*nt, ...`` one iteration at a time (an inline loop gets
