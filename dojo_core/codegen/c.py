@@ -41,7 +41,7 @@ from math import prod
 from .. import ir
 from ..errors import Unlocated
 from ..poly import const_value
-from . import c_vector, parallel
+from . import c_vector, parallel, vector_access
 from .c_math import streamable_arrays
 from .c_prefetch import prefetch_lines
 from .origins import Origins
@@ -299,8 +299,8 @@ class CGenerator:
             for access in [stmt.target] + [e for e in ir.walk_expr(stmt.value)
                                             if isinstance(e, ir.Access)]:
                 buf = self.ex.buffers.get(access.array)
-                if buf is None or c_vector.flat_coef(buf, access.indices, loop.iterator,
-                                                     self.sizes) not in (0, 1):
+                if buf is None or vector_access.flat_coef(
+                        buf, access.indices, loop.iterator, self.sizes) not in (0, 1):
                     return True
         return False
 
@@ -310,7 +310,7 @@ class CGenerator:
         A loop with gathers or scatters (``_gathers``) keeps the private scalars but is not
         forced: gcc 12 took minutes to compile an ``omp simd`` gather with a 16 KiB stride
         (gemv's rows, tiled), and decides better by its cost model whether one pays."""
-        plan = c_vector.reduction_plan(self, stmt)
+        plan = vector_access.reduction_plan(self, stmt)
         if plan is None:                  # a reduction whose target may vary unpredictably
             self.emit(depth, self.header(stmt) + " {")
             self.block(stmt.body, depth + 1)

@@ -36,227 +36,26 @@ from .. import ir
 from ..poly import const_value
 from .c_expr import (CTYPES, ITEMSIZE, MUL, PRIMARY, UNARY, ADD, context_type, int_tree,
                      literal, paren)
-from .c_math import IMMINTRIN, SFENCE, can_stream, stream_text, vexpf_text
+from .c_math import IMMINTRIN, SFENCE, can_stream, stream_text
 from .targets import MVEC_FUNCTIONS
+from .vector_access import coef, flat_coef, reduction_plan
+from .vector_helpers import VectorHelpers
 
 
 class _NoVector(Exception):
     """The loop is not lowered to vector types (the caller falls back to omp simd)."""
 
 
-def coef(expr, v: str, sizes: dict):
-    """The coefficient of iterator v in an integer expression affine in v (other iterators
-    may appear anywhere v does not), or None."""
-    if v not in ir.var_names(expr):
-        return 0
-    if isinstance(expr, ir.Var):
-        return 1
-    if isinstance(expr, ir.Neg):
-        c = coef(expr.operand, v, sizes)
-        return None if c is None else -c
-    if isinstance(expr, ir.BinOp) and expr.op in ("+", "-"):
-        a, b = coef(expr.lhs, v, sizes), coef(expr.rhs, v, sizes)
-        if a is None or b is None:
-            return None
-        return a + b if expr.op == "+" else a - b
-    if isinstance(expr, ir.BinOp) and expr.op == "*":
-        for const, other in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
-            k = const_value(const, sizes)
-            if k is not None:
-                c = coef(other, v, sizes)
-                return None if c is None else k * c
-    return None
-
-
-def flat_coef(buf, indices, v: str, sizes: dict):
-    """The coefficient of v in the flattened (row-major) index of an access, or None."""
-    if buf.scalar_var or not indices:
-        return 0
-    dims = [const_value(d, sizes) for d in buf.dims]
-    total, stride = 0, 1
-    for k in range(len(indices) - 1, -1, -1):
-        c = coef(indices[k], v, sizes)
-        if c is None:
-            return None
-        total += c * stride
-        stride *= dims[k] if dims[k] is not None else 0
-    return total
-
-
-def _touched(stmt: ir.Assign) -> list:
-    return [stmt.target] + [a for a in ir.walk_expr(stmt.value) if isinstance(a, ir.Access)]
-
-
-def reduction_plan(gen, loop: ir.Loop):
-    """[(position, assign)] of the reductions of a vector loop into elements invariant in
-    it; None when a reduction's target cannot be shown invariant or varying, when an
-    invariant target is touched by another statement of the loop, or when the reduction's
-    value reads its own target element (other elements of its array it may read: vectorize
-    proved that the loop never updates them)."""
-    plan = []
-    body = loop.body
-    for k, stmt in enumerate(body):
-        if not isinstance(stmt, ir.Assign):
-            return None
-        buf = gen.ex.buffers[stmt.target.array]
-        c = flat_coef(buf, stmt.target.indices, loop.iterator, gen.sizes)
-        if c is None and stmt.op != "=":
-            return None
-        if c == 0:
-            if stmt.op == "=":
-                return None
-            for j, other in enumerate(body):
-                accesses = _touched(other)[1:] if j == k else _touched(other)
-                if j != k and any(a.array == stmt.target.array for a in accesses):
-                    return None
-                if j == k and any(a == stmt.target for a in accesses):
-                    return None
-            plan.append((k, stmt))
-    return plan
-
-
 _IDENTITY = {"+=": 0, "*=": 1, "max=": float("-inf"), "min=": float("inf")}
 ACCUMULATORS = 4            # independent vector accumulators per reduction (extent allowing)
 
 
-class VectorLowering:
+class VectorLowering(VectorHelpers):
+    """Lowers ``vector`` loops to GCC vector types, registering the helpers it uses."""
+
     def __init__(self, gen):
-        self.gen = gen
-        self.types = set()          # (element dtype, lanes)
-        self.helpers = {}           # name -> (order key, text)
+        super().__init__(gen)
         self.streams = 0            # streaming (non-temporal) stores emitted so far
-
-    # ------------------------------------------------------------------ prelude
-
-    def prelude(self) -> list:
-        out = []
-        for t, lanes in sorted(self.types, key=lambda x: (ITEMSIZE[x[0]], x[0], x[1])):
-            out.append(f"typedef {CTYPES[t]} {self.vt(t, lanes)} "
-                       f"__attribute__((vector_size({lanes * ITEMSIZE[t]})));")
-        out += [text for _, text in sorted(self.helpers.values())]
-        return out
-
-    def vt(self, t: str, lanes: int) -> str:
-        return f"dojo_{t}x{lanes}"
-
-    def need(self, name: str, order: int, text: str) -> str:
-        self.helpers.setdefault(name, ((order, name), text))
-        return name
-
-    def _helper(self, kind: str, t: str, lanes: int) -> str:
-        """Name of a vector helper, its text registered (types too)."""
-        V = self.vt(t, lanes)
-        it = "i32" if ITEMSIZE[t] == 4 else "i64"
-        VI = self.vt(it, lanes)
-        self.types.add((t, lanes))
-        if kind in ("select", "vabs", "vmax", "vmin"):
-            self.types.add((it, lanes))
-        C, nb = CTYPES[t], lanes * ITEMSIZE[t]
-        name = f"dojo_{kind}_{t}x{lanes}"
-        iota = ", ".join(str(k) for k in range(lanes))
-        texts = {
-            "load": f"static inline {V} {name}(const {C} *p) {{ {V} v; __builtin_memcpy(&v, p, {nb}); return v; }}",
-            "store": f"static inline void {name}({C} *p, {V} v) {{ __builtin_memcpy(p, &v, {nb}); }}",
-            "splat": f"static inline {V} {name}({C} x) {{ return ({V}){{{', '.join(['x'] * lanes)}}}; }}",
-            "iota": f"static inline {V} {name}(int64_t base, int64_t step) {{ return ({V}){{{iota}}} * ({C})step + ({C})base; }}",
-            "select": f"static inline {V} {name}({VI} m, {V} a, {V} b) {{ return ({V})(((({VI})a) & m) | ((({VI})b) & ~m)); }}",
-        }
-        if kind in texts:
-            return self.need(name, 0, texts[kind])
-        lane_loop = "static inline {R} {n}({V} a) {{ {R} r = {init}; for (int l = 0; l < {L}; ++l) {body}; return r; }}"
-        if kind in ("vmax", "vmin"):
-            cmp = ">" if kind == "vmax" else "<"
-            nan = " | (a != a)" if t.startswith("f") else ""
-            portable = f"{self._helper('select', t, lanes)}((a {cmp} b){nan}, a, b)"
-            if not t.startswith("f") or nb not in (16, 32, 64):
-                return self.need(name, 1, f"static inline {V} {name}({V} a, {V} b) {{ return "
-                                 f"{portable}; }}")
-            # x86 max/min give (a > b ? a : b) / (a < b ? a : b), the second operand for a
-            # NaN, so only a NaN in a needs a masked move (AVX-512) or a blend (AVX, SSE4.1):
-            # 3 instructions, not 5
-            self.need("0immintrin", -1, IMMINTRIN)
-            p = {64: "_mm512", 32: "_mm256", 16: "_mm"}[nb]
-            m, sfx = f"__m{8 * nb}" + ("" if t == "f32" else "d"), "ps" if t == "f32" else "pd"
-            isa = "__AVX512F__" if nb == 64 else "__AVX512VL__"
-            op = f"{p}_{kind[1:]}_{sfx}(({m})a, ({m})b)"
-            blend = ""
-            if nb < 64:
-                unord = f"_mm256_cmp_{sfx}(({m})a, ({m})a, _CMP_UNORD_Q)" if nb == 32 else \
-                    f"_mm_cmpunord_{sfx}(({m})a, ({m})a)"
-                blend = (f"#elif defined({'__AVX__' if nb == 32 else '__SSE4_1__'}) && "
-                         f"!defined(DOJO_PORTABLE)\n"
-                         f"  return ({V}){p}_blendv_{sfx}({op}, ({m})a, {unord});\n")
-            return self.need(name, 1, f"""static inline {V} {name}({V} a, {V} b)
-{{
-#if defined({isa}) && !defined(DOJO_PORTABLE)
-  return ({V}){p}_mask_mov_{sfx}({op}, {p}_cmp_{sfx}_mask(({m})a, ({m})a, _CMP_UNORD_Q), ({m})a);
-{blend}#else
-  return {portable};
-#endif
-}}""")
-        if kind == "vabs":
-            mask = "0x7fffffff" if ITEMSIZE[t] == 4 else "INT64_C(0x7fffffffffffffff)"
-            if t.startswith("i"):
-                return self.need(name, 1, f"static inline {V} {name}({V} a) {{ return "
-                                 f"{self._helper('select', t, lanes)}(a < 0, -a, a); }}")
-            return self.need(name, 1, f"static inline {V} {name}({V} a) {{ return ({V})((({VI})a) & {mask}); }}")
-        if kind in ("hsum", "hprod", "hmax", "hmin"):
-            # a tree: the halves combined lane-wise down to 16 bytes, then those lanes
-            # pairwise (orders sort the narrower helpers first: each calls the next)
-            order = 2 + lanes / 1024
-            if kind in ("hsum", "hprod"):
-                op = "+" if kind == "hsum" else "*"
-                vcomb = f"h[0] {op} h[1]"
-
-                def scomb(x, y):
-                    return f"{x} {op} {y}"
-            else:
-                vcomb = f"{self._helper('v' + kind[1:], t, lanes // 2)}(h[0], h[1])" \
-                    if nb > 16 and lanes > 2 else ""
-
-                def scomb(x, y):
-                    return f"{self._scalar(kind[1:], t)}({x}, {y})"
-            if nb > 16 and lanes > 2:
-                H = self.vt(t, lanes // 2)
-                self.types.add((t, lanes // 2))
-                inner = self._helper(kind, t, lanes // 2)
-                return self.need(name, order, f"static inline {C} {name}({V} a) {{ {H} h[2]; "
-                                 f"__builtin_memcpy(h, &a, {nb}); return {inner}({vcomb}); }}")
-            terms = [f"a[{k}]" for k in range(lanes)]
-            while len(terms) > 1:               # a[0] op a[2], a[1] op a[3], then those
-                half = len(terms) // 2
-                terms = [scomb(terms[k], terms[k + half]) if k + half < len(terms) else terms[k]
-                         for k in range(half)] + terms[2 * half:]
-                terms = [f"({x})" if len(terms) > 1 and " " in x and not x.endswith(")") else x
-                         for x in terms]
-            return self.need(name, order,
-                             f"static inline {C} {name}({V} a) {{ return {terms[0]}; }}")
-        if kind.startswith("lane_"):           # lane_sqrtf, lane_expf, lane_powf ...
-            fn = kind[5:]
-            if fn.startswith("pow"):
-                return self.need(name, 2, f"static inline {V} {name}({V} a, {V} b) {{ {V} r; "
-                                 f"for (int l = 0; l < {lanes}; ++l) r[l] = {fn}(a[l], b[l]); return r; }}")
-            return self.need(name, 2, lane_loop.format(R=V, n=name, V=V, init="a", L=lanes,
-                                                       body=f"r[l] = {fn}(a[l])"))
-        raise KeyError(kind)
-
-    def _vexpf(self, lanes: int) -> str:
-        """Name of the inline vector expf on f32 x lanes (``c_math``), its text registered."""
-        V, VI = self.vt("f32", lanes), self.vt("i32", lanes)
-        self.types.update({("f32", lanes), ("i32", lanes)})
-        name = f"dojo_vexpf_f32x{lanes}"
-        text, intrinsics = vexpf_text(name, V, VI, lanes, self._helper("splat", "f32", lanes),
-                                      self._helper("select", "f32", lanes))
-        if intrinsics:
-            self.need("0immintrin", -1, IMMINTRIN)
-        return self.need(name, 3, text)
-
-    def _scalar(self, fn: str, t: str) -> str:
-        if t in ("i32", "i64"):
-            self.gen.helpers.use(fn)
-            return f"dojo_{fn}"
-        self.gen.helpers.use(f"{fn}_{t}")
-        return f"dojo_{fn}_{t}"
 
     # ------------------------------------------------------------------ lowering
 
@@ -634,4 +433,4 @@ class VectorLowering:
         raise _NoVector()
 
 
-__all__ = ["VectorLowering", "coef", "flat_coef", "reduction_plan"]
+__all__ = ["VectorLowering"]

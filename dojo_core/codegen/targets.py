@@ -17,7 +17,7 @@ generated C redeclares the functions it uses with ``__attribute__((simd("notinbr
 when ``libmvec`` is set, and links ``-lmvec``: loops that gcc auto-vectorizes then call
 ``_ZGVeN16v_expf`` and friends, and explicitly vectorized code calls them directly
 (``libmvec_name``) -- except f32 ``exp`` in explicit vector loops, which is an inline
-polynomial by default (``vector_exp``; ``c_vector.VEXPF``): inlined, it made the softmax
+polynomial by default (``vector_exp``; ``c_math.vexpf_text``): inlined, it made the softmax
 schedule about 1.6-2x faster on Zen 5 than the libmvec call (measured in one run). Only the
 x86 targets are measured here (gcc 12.2, glibc 2.36, Zen 5). The Arm and RISC-V targets
 are compiled and run on x86 through their ``cross`` route (``CrossRoute``: a cross
@@ -91,7 +91,7 @@ class Target:
     mvec_isa: tuple = ()        # ((bytes, letter), ...)
     libmvec: tuple = ()         # C functions (expf, tanh, ...) with libmvec variants here
     description: str = ""
-    # f32 exp in explicit vector loops: "poly" (inline polynomial, c_vector.VEXPF) or
+    # f32 exp in explicit vector loops: "poly" (inline polynomial, c_math.vexpf_text) or
     # "libmvec" (the libmvec call where the target has one, else the polynomial)
     vector_exp: str = "poly"
     # how to build and run it on another ISA (None: native only)

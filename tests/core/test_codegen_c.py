@@ -503,7 +503,7 @@ for i in 0..N vector:
   E[i] = exp(X[i])
 """)
 
-# The inline vector expf (c_vector.VEXPF), max error in ulp of the float32 result against
+# The inline vector expf (c_math.vexpf_text), max error in ulp of the float32 result against
 # float64 numpy.exp for normal results, measured over every float in [-104, 89]: the AVX-512
 # path (vscalefps; measured 1.061) and the portable one (integer shifts; 1.321 with FMA
 # contraction, 1.345 without: the generic target has no FMA on x86-64). Subnormal results:
