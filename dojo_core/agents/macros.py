@@ -52,7 +52,8 @@ from .moves import (Builder, Move, distribute_steps, finish, parallelize_outer_s
 from .blocking import cache_block_moves
 from .labels import tile_sizes
 from .strides import unit_stride_moves
-from .tiles import last_dim_layout, tile_moves
+from .tile_build import last_dim_layout
+from .tiles import tile_moves
 from .timetiles import time_tile_moves
 from .varying import varying_extent_moves
 from .wavefronts import wavefront_moves

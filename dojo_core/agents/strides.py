@@ -27,7 +27,7 @@ from ..transforms.base import NotApplicable
 from ..transforms.util import accesses_in
 from .moves import Builder, Move, bubble, distribute_steps, finish
 from .state_analysis import analyze, stride_kind
-from .tiles import last_dim_layout
+from .tile_build import last_dim_layout
 
 
 def unit_stride_moves(program) -> list:
