@@ -1,7 +1,7 @@
 """The analyses behind the CUDA generator (``cuda.py``): the structure of a kernel's block
 region, which memory each local of the region lives in, and where barriers are needed.
 
-Nodes of a block region (built by ``cuda.CudaGenerator``): ``NLocal`` (a local declared in
+Nodes of a block region (built by ``cuda_plan.CudaPlan``): ``NLocal`` (a local declared in
 the region), ``NSingle`` (statements outside every thread nest: one thread runs them),
 ``NThread`` (a thread nest: perfectly nested thread loops, the locals between them, the
 innermost body), ``NLoop`` (a sequential loop holding thread nests: every thread runs it).
