@@ -51,7 +51,8 @@ def cmd_search(args) -> int:
     from ..records import RecordStore
     from ..source import load_file
     from . import AGENTS, make_agent
-    from .evaluators import LocalEvaluator, ServerEvaluator
+    from .evaluators import LocalEvaluator
+    from .server_evaluator import ServerEvaluator
 
     if args.agent not in AGENTS:
         return _usage(f"unknown agent {args.agent!r} (known: {', '.join(sorted(AGENTS))})")

@@ -22,81 +22,25 @@ inputs=None)``
     of states in parallel, one compiler per core, before any of them is timed
     (``evaluate_many`` does it; the search session does it for every batch it measures).
 
-``ServerEvaluator(url, runners=(None,), min_time=0.05, poll_s=0.2, timeout=600, token=None)``
-    submits ``POST /api/jobs`` and polls ``GET /api/jobs/ID`` (standard library HTTP only);
-    ``evaluate_many`` spreads the candidates over the named runners in parallel, one thread
-    per runner (give runners of the same hardware: their timings are compared).  HTTP and
-    job failures are Measurements with ``error``, never exceptions.
-
-``MeasurementCache(store, fingerprint)``: the (state_hash, fingerprint) -> Measurement map
-backed by the record store.
+Measuring through the server: ``server_evaluator.ServerEvaluator``; the cache of
+measurements both use: ``measurement_cache.MeasurementCache``.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import threading
-import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional, Sequence
 
 from .. import ir
 from ..errors import DojoError
-from ..printer import print_program
-from ..records import RecordStore, machine_fingerprint, now_iso, program_hash, text_hash
+from ..records import RecordStore, machine_fingerprint, program_hash, text_hash
+from ..replay_cache import SHARED
 from .base import Measurement
+from .measurement_cache import (MeasurementCache, failed_measurement, measurement_record,
+                                one_line)
 from .phases import timed
-from ..replay_cache import SHARED, ReplayCache
-
-
-class MeasurementCache:
-    """Measurements by (state_hash, fingerprint), loaded from and appended to a RecordStore
-    (None: in memory only)."""
-
-    def __init__(self, store: Optional[RecordStore], fingerprint: str):
-        self.store, self.fingerprint = store, fingerprint
-        self._lock = threading.Lock()
-        self._by_state: dict = {}
-        if store is not None:
-            for record in store:
-                if record.get("fingerprint") == fingerprint and record.get("state_hash"):
-                    self._by_state[record["state_hash"]] = record
-
-    def lookup(self, state_hash: str) -> Optional[Measurement]:
-        with self._lock:
-            record = self._by_state.get(state_hash)
-        if record is None:
-            return None
-        return Measurement(record.get("median_s"), bool(record.get("verified")),
-                           record.get("error"), record.get("min_s"), record.get("max_s"),
-                           source="cache", runner=record.get("runner") or "local")
-
-    def add(self, record: dict) -> None:
-        record = {**record, "fingerprint": self.fingerprint, "time": now_iso()}
-        with self._lock:
-            self._by_state[record["state_hash"]] = record
-        if self.store is not None:
-            self.store.append(record)
-
-
-def _record(root, steps, state_hash, m: Measurement, **extra) -> dict:
-    return {"kernel": root.name, "sizes": dict(root.size_values),
-            "source_hash": program_hash(root), "steps": list(steps), "state_hash": state_hash,
-            "median_s": m.median_s, "min_s": m.min_s, "max_s": m.max_s,
-            "verified": m.verified, "error": m.error, "runner": m.runner,
-            "hardware": None, "agent": None, "history_url": None, **extra}
-
-
-def _failed(error: str, runner: str, verified: bool = True) -> Measurement:
-    return Measurement(None, verified=verified, error=error, runner=runner)
-
-
-def _one_line(exc) -> str:
-    lines = [l.strip() for l in str(exc).splitlines() if l.strip()]
-    return f"{type(exc).__name__}: " + (" | ".join(lines[:3]) or "(no message)")
 
 
 def compile_workers() -> int:
@@ -221,7 +165,7 @@ class LocalEvaluator:
         try:
             state = self.states.program(root, steps)
         except DojoError as exc:
-            return _failed(f"illegal step: {exc.message}", self.runner)
+            return failed_measurement(f"illegal step: {exc.message}", self.runner)
         state_hash = program_hash(state)
         hit = self.cache.lookup(state_hash)
         if hit is not None:
@@ -229,7 +173,8 @@ class LocalEvaluator:
         try:
             source = self._source(state)
         except Exception as exc:                                        # noqa: BLE001
-            return self._store(root, steps, state_hash, _failed(_one_line(exc), self.runner))
+            return self._store(root, steps, state_hash,
+                               failed_measurement(one_line(exc), self.runner))
         code_hash = text_hash(source)
         if code_hash in self._by_code:
             m = self._by_code[code_hash]
@@ -240,8 +185,8 @@ class LocalEvaluator:
                 lib = harness.build(state, self.target, timeout=self.compile_timeout)
             key, inputs, reference = self._reference(root)
         except Exception as exc:                                        # noqa: BLE001
-            return self._store(root, steps, state_hash, _failed(_one_line(exc), self.runner),
-                               code_hash)
+            return self._store(root, steps, state_hash,
+                               failed_measurement(one_line(exc), self.runner), code_hash)
         if self._worker is None:
             self._worker = MeasureWorker()
         params = self._timing()
@@ -250,11 +195,11 @@ class LocalEvaluator:
                                           program=state, path=lib.path, params=params,
                                           threads=self.threads, timeout=self.timeout)
         if "error" in answer:
-            m = _failed(answer["error"], self.runner)
+            m = failed_measurement(answer["error"], self.runner)
         elif not answer["verified"]:
             worst = max(answer["errors"].values(), default=math.inf)
-            m = _failed(f"outputs differ from the untransformed kernel (worst error "
-                        f"{worst:.3g} x the tolerance)", self.runner, verified=False)
+            m = failed_measurement(f"outputs differ from the untransformed kernel (worst error "
+                                   f"{worst:.3g} x the tolerance)", self.runner, verified=False)
         else:
             m = Measurement(answer["median_s"], True, None, answer["min_s"], answer["max_s"],
                             runner=self.runner)
@@ -323,108 +268,5 @@ class LocalEvaluator:
     def _store(self, root, steps, state_hash, m: Measurement, code_hash=None, **extra):
         if code_hash is not None:
             self._by_code[code_hash] = m
-        self.cache.add(_record(root, steps, state_hash, m, **extra))
+        self.cache.add(measurement_record(root, steps, state_hash, m, **extra))
         return m
-
-
-class ServerEvaluator:
-    """Measure through the web app's job API on one or more runners (module docstring)."""
-
-    FINAL = ("done", "failed", "lost", "cancelled")
-
-    def __init__(self, url: str, runners: Sequence = (None,), min_time: float = 0.05,
-                 poll_s: float = 0.2, timeout: float = 600, token: Optional[str] = None,
-                 store: Optional[RecordStore] = None, kernel: Optional[str] = None):
-        self.url = url.rstrip("/")
-        self.runners = list(runners) or [None]
-        self.min_time, self.poll_s, self.timeout, self.token = min_time, poll_s, timeout, token
-        self.kernel = kernel
-        self.fingerprint = "server:" + text_hash(
-            self.url + "|" + ",".join(str(r) for r in self.runners))[:16]
-        self.cache = MeasurementCache(store, self.fingerprint)
-        self.states = SHARED
-
-    def _http(self, method: str, path: str, payload=None) -> tuple:
-        data = json.dumps(payload).encode() if payload is not None else None
-        request = urllib.request.Request(self.url + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
-        if self.token:
-            request.add_header("Authorization", f"Token {self.token}")
-        try:
-            with urllib.request.urlopen(request, timeout=30) as resp:
-                return resp.status, json.loads(resp.read() or b"{}")
-        except urllib.error.HTTPError as exc:
-            try:
-                answer = json.loads(exc.read() or b"{}")
-            except ValueError:
-                answer = {}
-            return exc.code, answer if isinstance(answer, dict) else {}
-
-    def evaluate(self, program: ir.Program, steps: tuple = (), runner=None) -> Measurement:
-        runner = runner if runner is not None else self.runners[0]
-        label = runner or "any"
-        try:
-            state_hash = program_hash(self.states.program(program, tuple(steps)))
-        except DojoError as exc:
-            return _failed(f"illegal step: {exc.message}", label)
-        hit = self.cache.lookup(state_hash)
-        if hit is not None:
-            return hit
-        try:
-            m = self._submit_and_wait(program, steps, runner, label)
-        except (OSError, ValueError, urllib.error.URLError) as exc:
-            return _failed(f"server: {_one_line(exc)}", label)   # transient: not cached
-        if m.error is None or m.median_s is not None or not m.error.startswith("server:"):
-            self.cache.add(_record(program, steps, state_hash, m))
-        return m
-
-    def _submit_and_wait(self, program, steps, runner, label) -> Measurement:
-        payload = {"source": print_program(program), "steps": list(steps),
-                   "sizes": dict(program.size_values),
-                   "options": {"min_time": self.min_time}}
-        if self.kernel:
-            payload["kernel"] = self.kernel
-        if runner:
-            payload["runner"] = runner
-        status, answer = self._http("POST", "/api/jobs", payload)
-        if status != 201:
-            return _failed(f"server: HTTP {status}: {answer.get('error', '')}", label)
-        job_id, deadline = answer["job"], time.monotonic() + self.timeout
-        while answer.get("state") not in self.FINAL:
-            if time.monotonic() > deadline:
-                self._http("POST", f"/api/jobs/{job_id}/cancel", {})
-                return _failed(f"server: job {job_id} timed out after {self.timeout:g} s", label)
-            time.sleep(self.poll_s)
-            status, answer = self._http("GET", f"/api/jobs/{job_id}")
-            if status != 200:
-                return _failed(f"server: HTTP {status}: {answer.get('error', '')}", label)
-        result = answer.get("result") or {}
-        who = answer.get("runner") or label
-        if answer["state"] != "done":
-            return _failed(result.get("error") or answer.get("error") or answer["state"], who,
-                           verified=bool(result.get("verified", True)))
-        if not result.get("verified", False):
-            return _failed(result.get("error") or "outputs differ from the untransformed kernel",
-                           who, verified=False)
-        return Measurement(result.get("median_s"), True, result.get("error"),
-                           result.get("min_s"), result.get("max_s"), runner=who)
-
-    def evaluate_many(self, items: Sequence[tuple]) -> list:
-        items = list(items)
-        if len(self.runners) <= 1 or len(items) <= 1:
-            return [self.evaluate(p, s) for p, s in items]
-        results = [None] * len(items)
-        cursor = iter(range(len(items)))
-        lock = threading.Lock()
-
-        def drain(runner):
-            while True:
-                with lock:
-                    i = next(cursor, None)
-                if i is None:
-                    return
-                results[i] = self.evaluate(items[i][0], items[i][1], runner=runner)
-
-        with ThreadPoolExecutor(len(self.runners)) as pool:
-            list(pool.map(drain, self.runners))
-        return results

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from dojo_core.agents import make_agent
-from dojo_core.agents.evaluators import ServerEvaluator
+from dojo_core.agents.server_evaluator import ServerEvaluator
 from dojo_core.kernels import kernel_path, load_kernel
 from dojo_core.parser import parse
 from dojo_core.printer import print_program
