@@ -70,10 +70,11 @@ def default_prior(program, moves) -> list:
 
 def searched_actions(program, gpu: bool = False) -> list:
     """The legal actions an agent considers (deterministic order): all but ``bind`` without
-    a GPU, splits by factors outside SPLIT_FACTORS, and unrolls that would copy out loops
-    (``copies_loops``)."""
+    a GPU, ``divide`` (alone it changes only how a buffer's indices are computed; it pays
+    with a ``layout`` after it, a pair no single move makes), splits by factors outside
+    SPLIT_FACTORS, and unrolls that would copy out loops (``copies_loops``)."""
     return [a for a in actions(program)
-            if not (a.kind == "bind" and not gpu)
+            if not (a.kind == "bind" and not gpu) and a.kind != "divide"
             and not (a.kind == "split" and int(a.text.split()[-1]) not in SPLIT_FACTORS)
             and not (a.kind == "unroll" and copies_loops(program, a.text.split()[-1]))]
 

@@ -15,7 +15,7 @@ from ..printer import statement_number
 from .base import NotApplicable, Transformation
 from . import annotate, interchange, split
 from . import fission, fuse, hoist, merge, reorder
-from . import accumulate, expand, inline, layout, materialize, partition, precompute
+from . import accumulate, divide, expand, inline, layout, materialize, partition, precompute
 from . import prefetch, rfactor, stage, timetile, wavefront
 
 REGISTRY: dict = {}
@@ -29,6 +29,7 @@ def register(t: Transformation) -> Transformation:
 for _t in (split.SPLIT, partition.PARTITION, interchange.INTERCHANGE, merge.MERGE, fuse.FUSE,
            fission.FISSION, reorder.REORDER, hoist.HOIST, annotate.PARALLELIZE, annotate.VECTORIZE,
            annotate.UNROLL, annotate.BIND, stage.STAGE, accumulate.ACCUMULATE, layout.LAYOUT,
+           divide.DIVIDE,
            inline.INLINE, materialize.MATERIALIZE, expand.EXPAND, rfactor.RFACTOR,
            prefetch.PREFETCH, precompute.PRECOMPUTE, timetile.TIMETILE,
            wavefront.WAVEFRONT):

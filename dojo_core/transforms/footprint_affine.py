@@ -1,7 +1,7 @@
 """The cheap bounding box of a footprint, from the affine forms of its indices (no islpy).
 
 Owns ``interval`` (inclusive integer bounds of an index expression given intervals of the
-iterators), the per-program loop facts (computed once per program through
+iterators), ``iterator_intervals`` (those of every iterator), the per-program loop facts (computed once per program through
 ``scope.CACHE``) and ``forms_box(program, refs, dims) -> Box | None``.
 
 Guarantees: ``forms_box`` returns a box only when every loop of the region has a lower
@@ -66,6 +66,13 @@ def extent_bound(program, loop):
     env = _loop_facts(program)[0]
     iv = interval(simplify(sub(loop.hi, loop.lo)), env, program.size_values)
     return None if iv is None else max(iv[1], 0)
+
+
+def iterator_intervals(program) -> dict:
+    """iterator -> (lo, hi), inclusive bounds of its values over the whole program (interval
+    arithmetic over the loops around it, at the program's sizes); an iterator whose bounds
+    are unknown is missing."""
+    return _loop_facts(program)[0]
 
 
 def _loop_facts(program) -> tuple:

@@ -22,7 +22,7 @@ from .base import Transformation
 MAX_ENUM_RANK = 3
 
 
-def _buffers(program) -> dict:
+def local_and_temp_buffers(program) -> dict:
     """name -> declaration of every local and temp array."""
     out = {d.name: d for d in program.arrays if d.kind == "temp"}
     for s in ir.walk_stmts(program.body):
@@ -48,7 +48,7 @@ class Layout(Transformation):
         return f"layout {params[0]} " + " ".join(str(p) for p in params[1])
 
     def candidates(self, program):
-        for name, decl in _buffers(program).items():
+        for name, decl in local_and_temp_buffers(program).items():
             rank = len(decl.dims)
             if 2 <= rank <= MAX_ENUM_RANK:
                 for perm in permutations(range(rank)):
@@ -57,7 +57,7 @@ class Layout(Transformation):
 
     def check(self, program, params):
         name, perm = params
-        decl = _buffers(program).get(name)
+        decl = local_and_temp_buffers(program).get(name)
         if decl is None:
             if program.array(name) is not None:
                 return (f"'{name}' is an {program.array(name).kind} array of the kernel's "
