@@ -1,4 +1,4 @@
-"""The data transformations: stage, accumulate, layout, inline, materialize, expand
+"""The data transformations: stage, accumulate, layout, divide, inline, materialize, expand
 (DESIGN.md section 4, TRANSFORMS.md pictures).
 
 Golden before/after texts, one test per refusal reason, and equivalence on the reference
@@ -25,7 +25,7 @@ from dojo_core.transforms.base import NotApplicable
 from kernels_text import kernel_text, matmul_text, row_normalize_body, with_body
 from transform_checks import walk
 
-MINE = ("stage", "accumulate", "layout", "inline", "materialize", "expand")
+MINE = ("stage", "accumulate", "layout", "divide", "inline", "materialize", "expand")
 
 
 def kernel(text: str):

@@ -1,12 +1,16 @@
 """divide T D by F: golden before/after text (an index that splits cleanly, one that needs
 the floor division and the remainder, a padded extent), the candidates the program's
 indices give, one test per refusal reason, and the outputs on the interpreter and in
-compiled C (a GEMM schedule whose packed A becomes BLAS-style micro-panels)."""
+compiled C (a GEMM schedule whose packed A becomes BLAS-style micro-panels), and a property
+test: any division of any affine index (after a split or not) keeps the outputs."""
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dojo_core import harness, interp
+from dojo_core.checker import check
 from dojo_core.codegen import detect_host_target
 from dojo_core.codegen.targets import get_target
 from dojo_core.kernels import load_kernel, random_inputs, steps_path
@@ -165,3 +169,35 @@ def test_micro_panels_of_a_gemm_schedule_compute_the_same_in_c():
     want = interp.run(root, inputs)
     got = harness.run_c(packed, inputs, target=detect_host_target())
     np.testing.assert_allclose(got["C"], want["C"], rtol=1e-4, atol=1e-4)
+
+
+def _scattered(n: int, m: int, a: int, b: int, c: int) -> str:
+    """A kernel that writes a temp at ``a*i + b*j + c`` and reads it back at the same
+    places (not one-to-one when two points share an index: the later write wins, in the
+    original as after any correct divide)."""
+    extent = a * (n - 1) + b * (m - 1) + c + 1
+    return kernel_text(f"scatter(N = {n}, M = {m})",
+                       f"in A: f32[N, M]; out s: f32[N, M]; temp T: f32[{extent}]", f"""\
+for i in 0..N:
+  for j in 0..M:
+    T[{a}*i + {b}*j + {c}] = A[i, j]
+for i2 in 0..N:
+  for j2 in 0..M:
+    s[i2, j2] = T[{a}*i2 + {b}*j2 + {c}]
+""")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(n=st.integers(1, 5), m=st.integers(2, 7), a=st.integers(1, 9), b=st.integers(1, 9),
+       c=st.integers(0, 5), split=st.sampled_from([None, 2, 3, 4]), factor=st.integers(2, 9))
+def test_any_division_of_an_affine_index_keeps_the_outputs(n, m, a, b, c, split, factor):
+    text = _scattered(n, m, a, b, c)
+    before = parse(text)
+    program = apply_step(before, f"split j by {split}") if split and split < m else before
+    extent = a * (n - 1) + b * (m - 1) + c + 1
+    if factor >= extent:
+        assert_refused(program, f"divide T 0 by {factor}", "dimension 0 of 'T' has")
+        return
+    after = apply_step(program, f"divide T 0 by {factor}")
+    assert check(after) == []
+    assert_same_outputs(before, after)
