@@ -35,6 +35,7 @@ from .. import ir
 from ..affine import from_linear, linear_or_none, simplify
 from ..poly import const_value
 from . import footprint as fp
+from . import scope
 from .base import Transformation
 from .footprint_affine import interval, iterator_intervals
 from .layout import local_and_temp_buffers
@@ -141,29 +142,7 @@ class Divide(Transformation):
             q, r = divided_index(a.indices[dim], factor, env, sizes)
             return ir.Access(a.array, (*a.indices[:dim], q, r, *a.indices[dim + 1:]), a.loc)
 
-        def expr(e):
-            return ir.map_expr(e, lambda n: access(n) if isinstance(n, ir.Access)
-                               and n.array == name else n)
-
-        def body(stmts):
-            out = []
-            for s in stmts:
-                if isinstance(s, ir.Local) and s.name == name:
-                    out.append(ir.Local(s.name, s.dtype, dims(s.dims), s.space, s.loc))
-                elif isinstance(s, ir.Loop):
-                    out.append(ir.Loop(s.iterator, s.lo, s.hi, s.annotations, body(s.body),
-                                       s.loc))
-                elif isinstance(s, ir.Assign):
-                    target = access(s.target) if s.target.array == name else s.target
-                    out.append(ir.Assign(target, s.op, expr(s.value), s.loc))
-                else:
-                    out.append(s)
-            return tuple(out)
-
-        arrays = tuple(ir.ArrayDecl(d.kind, d.name, d.dtype, dims(d.dims), d.loc)
-                       if d.name == name else d for d in program.arrays)
-        return ir.Program(program.name, program.sizes, arrays, body(program.body),
-                          program.doc, program.loc)
+        return scope.reshape_buffer(program, name, dims, access)
 
 
 DIVIDE = Divide()

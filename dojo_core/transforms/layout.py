@@ -77,24 +77,8 @@ class Layout(Transformation):
         def permute(seq):
             return tuple(seq[p] for p in perm)
 
-        def decls(body):
-            out = []
-            for s in body:
-                if isinstance(s, ir.Local) and s.name == name:
-                    out.append(ir.Local(s.name, s.dtype, permute(s.dims), s.space, s.loc))
-                elif isinstance(s, ir.Loop):
-                    out.append(ir.Loop(s.iterator, s.lo, s.hi, s.annotations, decls(s.body),
-                                       s.loc))
-                else:
-                    out.append(s)
-            return tuple(out)
-
-        body = scope.rewrite_accesses(decls(program.body), name,
-                                   lambda a: ir.Access(a.array, permute(a.indices), a.loc),
-                                   box=permute)
-        arrays = tuple(ir.ArrayDecl(d.kind, d.name, d.dtype, permute(d.dims), d.loc)
-                       if d.name == name else d for d in program.arrays)
-        return ir.Program(program.name, program.sizes, arrays, body, program.doc, program.loc)
-
+        return scope.reshape_buffer(program, name, permute,
+                                    lambda a: ir.Access(a.array, permute(a.indices), a.loc),
+                                    box=permute)
 
 LAYOUT = Layout()

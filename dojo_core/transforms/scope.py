@@ -103,6 +103,29 @@ def rewrite_accesses(stmts, array: str, fn, box=None) -> tuple:
     return tuple(out)
 
 
+def reshape_buffer(program, name: str, dims, access, box=None):
+    """The program with the local or temp ``name`` declared with ``dims(old dims)`` and every
+    access to it replaced by ``access(old access)``; a prefetch of it gets ``box(ranges)``
+    (see ``rewrite_accesses``). Used by the transformations that change a private buffer's
+    shape (``layout``, ``divide``)."""
+    def decls(body):
+        out = []
+        for s in body:
+            if isinstance(s, ir.Local) and s.name == name:
+                out.append(ir.Local(s.name, s.dtype, tuple(dims(s.dims)), s.space, s.loc))
+            elif isinstance(s, ir.Loop):
+                out.append(ir.Loop(s.iterator, s.lo, s.hi, s.annotations, decls(s.body),
+                                   s.loc))
+            else:
+                out.append(s)
+        return tuple(out)
+
+    body = rewrite_accesses(decls(program.body), name, access, box=box)
+    arrays = tuple(ir.ArrayDecl(d.kind, d.name, d.dtype, tuple(dims(d.dims)), d.loc)
+                   if d.name == name else d for d in program.arrays)
+    return ir.Program(program.name, program.sizes, arrays, body, program.doc, program.loc)
+
+
 # --------------------------------------------------------------------------- caching
 
 class ProgramCache:
