@@ -39,15 +39,7 @@ from . import scope
 from .base import Transformation
 from .footprint_affine import interval, iterator_intervals
 from .layout import local_and_temp_buffers
-
-
-def _accesses(body, name: str):
-    """Every access to ``name`` in the statements (targets and reads)."""
-    for s in ir.walk_stmts(body):
-        if isinstance(s, ir.Assign):
-            for e in [s.target, *ir.walk_expr(s.value)]:
-                if isinstance(e, ir.Access) and e.array == name:
-                    yield e
+from .util import accesses_in
 
 
 def _factors(index) -> set:
@@ -96,8 +88,9 @@ class Divide(Transformation):
         for name, decl in local_and_temp_buffers(program).items():
             for dim in range(len(decl.dims)):
                 found = set()
-                for access in _accesses(program.body, name):
-                    found |= _factors(access.indices[dim])
+                for access in accesses_in(program.body):
+                    if access.array == name:
+                        found |= _factors(access.indices[dim])
                 for factor in sorted(found):
                     yield name, dim, factor
 
