@@ -38,7 +38,7 @@ from . import footprint as fp
 from . import scope
 from .base import Transformation
 from .footprint_affine import interval, iterator_intervals
-from .layout import local_and_temp_buffers
+from .layout import local_and_temp_buffers, private_buffer
 from .util import accesses_in
 
 
@@ -96,12 +96,9 @@ class Divide(Transformation):
 
     def check(self, program, params):
         name, dim, factor = params
-        decl = local_and_temp_buffers(program).get(name)
-        if decl is None:
-            if program.array(name) is not None:
-                return (f"'{name}' is an {program.array(name).kind} array of the kernel's "
-                        "interface; only locals and temps are divided")
-            return f"there is no local or temp buffer '{name}'"
+        decl = private_buffer(program, name, "are divided")
+        if isinstance(decl, str):
+            return decl
         if not 0 <= dim < len(decl.dims):
             return f"'{name}' has {len(decl.dims)} dimension(s): there is no dimension {dim}"
         if factor < 2:

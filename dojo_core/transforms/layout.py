@@ -31,6 +31,19 @@ def local_and_temp_buffers(program) -> dict:
     return out
 
 
+def private_buffer(program, name: str, done: str):
+    """The declaration of the local or temp ``name``, or why there is none: an array of the
+    interface (whose layout is the caller's; ``done`` says what is not done to it, e.g.
+    "change layout"), or no such buffer."""
+    decl = local_and_temp_buffers(program).get(name)
+    if decl is not None:
+        return decl
+    if program.array(name) is not None:
+        return (f"'{name}' is an {program.array(name).kind} array of the kernel's "
+                f"interface; only locals and temps {done}")
+    return f"there is no local or temp buffer '{name}'"
+
+
 class Layout(Transformation):
     name = "layout"
     usage = "layout BUFFER P0 P1 ... (a permutation of 0..rank-1)"
@@ -57,12 +70,9 @@ class Layout(Transformation):
 
     def check(self, program, params):
         name, perm = params
-        decl = local_and_temp_buffers(program).get(name)
-        if decl is None:
-            if program.array(name) is not None:
-                return (f"'{name}' is an {program.array(name).kind} array of the kernel's "
-                        "interface; only locals and temps change layout")
-            return f"there is no local or temp buffer '{name}'"
+        decl = private_buffer(program, name, "change layout")
+        if isinstance(decl, str):
+            return decl
         rank = len(decl.dims)
         if sorted(perm) != list(range(rank)):
             return (f"{' '.join(map(str, perm))} is not a permutation of the {rank} "

@@ -89,7 +89,8 @@ def test_divide_then_layout_gives_the_rows_of_a_tile_next_to_each_other():
     assert "s[4*i0 + i1] += T[i0, k2, i1]" in print_program(after)
 
 
-def test_a_tail_loop_keeps_its_rest_below_the_factor():
+def test_an_index_whose_rest_can_reach_the_factor_keeps_the_division_and_remainder():
+    # i1 runs to 4 in a tail loop of a split by 4: above the factor 2, so no plain q, r
     after = applied(TAILED, "divide Ts 0 by 2")
     text = print_program(after)
     assert "local Ts: f32[2, 2, K]" in text
