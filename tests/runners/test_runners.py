@@ -102,6 +102,38 @@ def test_cancel_queued_and_running():
 
 
 @pytest.mark.django_db
+def test_a_late_heartbeat_never_leaves_the_runner_busy_after_the_result():
+    """The result is stored while the heartbeat that still names the job is being written:
+    the runner ends idle, not busy until its next beat."""
+    from django.db import connection
+    runner, _ = make_runner("r1")
+    job = services.submit_benchmark(MATMUL, [], SMALL)
+    protocol.claim(runner, job.id)
+    protocol.report(runner, job.id, 1, "done", {"median_s": 1.0, "verified": True})
+    runner.refresh_from_db()
+    assert runner.status == "idle"
+    protocol.heartbeat(runner, job.id)                   # a beat sent before the result
+    runner.refresh_from_db()
+    assert runner.status == "idle"
+
+    job = services.submit_benchmark(MATMUL, [], SMALL)
+    protocol.claim(runner, job.id)
+    stored = []
+
+    def result_lands_first(execute, sql, params, many, context):
+        if not stored and sql.startswith("UPDATE") and "runners_runner" in sql:
+            stored.append("reporting")
+            stored.append(protocol.report(runner, job.id, 1, "done", {"median_s": 1.0, "verified": True}))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(result_lands_first):
+        protocol.heartbeat(runner, job.id)
+    assert stored[1]["status"] == "stored"
+    runner.refresh_from_db()
+    assert runner.status == "idle"
+
+
+@pytest.mark.django_db
 def test_unverified_result_is_failed():
     runner, _ = make_runner("r1")
     job = services.submit_benchmark(MATMUL, [], SMALL)

@@ -151,14 +151,12 @@ def heartbeat(runner: Runner, current_job=None) -> dict:
     current_job = _job_id(current_job)
     now = timezone.now()
     cancel_ids = []
-    if current_job is not None and Job.objects.filter(
-            id=current_job, state__in=(Job.DONE, Job.FAILED, Job.LOST, Job.CANCELLED)).exists():
-        # a heartbeat sent before the job's result was stored must not mark the runner busy
-        # again after the result freed it
-        busy_with = None
-    else:
-        busy_with = current_job
-    Runner.objects.filter(id=runner.id).update(last_heartbeat=now, current_job_id=busy_with)
+    Runner.objects.filter(id=runner.id).update(last_heartbeat=now, current_job_id=current_job)
+    if current_job is not None and Job.objects.filter(id=current_job, state__in=Job.FINAL).exists():
+        # A heartbeat sent before the job's result was stored must not leave the runner busy
+        # after the result freed it. Checked after the write, not before: a result stored
+        # between a check and the write would otherwise be overwritten until the next beat.
+        Runner.objects.filter(id=runner.id, current_job_id=current_job).update(current_job_id=None)
     if current_job is not None:
         updated = Job.objects.filter(id=current_job, runner=runner, state=Job.RUNNING).update(heartbeat=now)
         if not updated:
