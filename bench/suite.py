@@ -70,6 +70,10 @@ Timing: ``--rounds`` rounds; in each round the contenders of a row run back to b
 a short pause after a threaded one, so that spinning OpenMP/OpenBLAS workers go to sleep),
 each for at least ``--min-time`` seconds and 3 repetitions after a warm-up; a contender's
 figure is the median over rounds of its per-round medians (``min_s``: its best repetition).
+Where some contender's round medians differ by more than 1.5x (a kernel of a few µs whose
+time jumps between two modes from one child process to the next), the row gets as many
+rounds again, and every contender's figure is then its fastest round median (the row's
+``statistic`` says which; ``median_s`` and ``rounds`` stay in each cell).
 Speedups are time ratios: ``X/base`` = baseline time / X's time, ``A/polly`` = Polly's time
 / agent A's time, ``A/numpy`` = numpy's time / agent A's time, ``A/tvm`` = TVM's time /
 agent A's time (> 1: A is faster). The geometric mean of each column is taken per thread
@@ -308,7 +312,8 @@ def main(argv=None) -> int:
     print()
     print_table(rows, agents, threads_list, doc["geomeans"])
     print()
-    print("times: median over rounds (ms); X/base = baseline time / X time; A/polly, A/numpy: "
+    print("times: median over rounds, or the fastest round where a row's rounds were bimodal "
+          "(ms); X/base = baseline time / X time; A/polly, A/numpy: "
           "Polly's, numpy's time / agent A's time; *_wall: the agent's search (s); "
           "A/tvm: TVM's time / agent A's time; tvm_wall_s: TVM's subprocess (tuning, check, "
           "timing; s); "

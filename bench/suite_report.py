@@ -26,14 +26,18 @@ def geomean(values):
 
 
 def time_of(cell):
-    return cell.get("median_s") if isinstance(cell, dict) else None
+    """The time a cell's ratios use: its ``figure_s`` (``suite_kernel.summarize``), else, in
+    the JSON of older runs, its ``median_s``."""
+    if not isinstance(cell, dict):
+        return None
+    return cell.get("figure_s", cell.get("median_s"))
 
 
 def ms(cell, width=9) -> str:
     if not isinstance(cell, dict):
         return "-".rjust(width)
-    if cell.get("median_s"):
-        return f"{cell['median_s'] * 1e3:{width}.4g}"
+    if time_of(cell):
+        return f"{time_of(cell) * 1e3:{width}.4g}"
     if cell.get("error"):
         return "ERR".rjust(width)
     return (cell.get("cell") or "-").rjust(width)

@@ -119,3 +119,39 @@ def test_a_search_outcome_says_whether_something_was_found_and_confirmed():
     slower = SearchResult("greedy", "k", None, trials=[root, Trial(("split i by 2",),
                                                                      Measurement(3.0))])
     assert search_outcome(slower) == "nothing found"
+
+
+def _bench_module(name):
+    import importlib
+    import sys
+    if str(ROOT / "bench") not in sys.path:
+        sys.path.insert(0, str(ROOT / "bench"))
+    return importlib.import_module(name)
+
+
+def _contender(name, rounds):
+    c = _bench_module("suite_kernel").Contender(name)
+    c.samples = [(t, t * 0.9) for t in rounds]
+    return c
+
+
+def test_rounds_of_one_mode_are_compared_by_their_median():
+    rounds = _bench_module("suite_kernel")
+    base, agent = _contender("baseline", [2.0, 2.2, 2.1]), _contender("a", [1.0, 1.4, 1.1])
+    assert not rounds.bimodal([base, agent])
+    cell = rounds.summarize(agent, {})
+    assert cell["figure_s"] == 1.1 == cell["median_s"]
+
+
+def test_bimodal_rounds_compare_every_contender_by_its_fastest_round():
+    """The baseline's rounds at 13.6, 23.5 and 21.0 us and the agent's at 27.3, 27.4 and
+    13.3 (the same code in two modes): medians would read 0.77x, fastest rounds 1.02x."""
+    rounds = _bench_module("suite_kernel")
+    speedups = _bench_module("suite_report").speedups
+    base = _contender("baseline", [13.6e-6, 23.5e-6, 21.0e-6])
+    agent = _contender("a", [27.3e-6, 27.4e-6, 13.3e-6])
+    assert rounds.bimodal([base, agent])
+    row = {"baseline": rounds.summarize(base, {}, True), "polly": {}, "numpy": {},
+           "agents": {"a": rounds.summarize(agent, {}, True)}}
+    assert row["baseline"]["median_s"] == 21.0e-6 and row["baseline"]["figure_s"] == 13.6e-6
+    assert speedups(row, ["a"])["a/base"] == pytest.approx(13.6 / 13.3)
