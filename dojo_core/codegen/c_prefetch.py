@@ -96,6 +96,21 @@ def prefetch_lines(gen, stmt: ir.Prefetch, body) -> list:
     return lines
 
 
+def element_prefetch(gen, stmt: ir.Prefetch, rw: int, sub: dict) -> str:
+    """The C line that prefetches the line of the first element of ``stmt``'s box with the
+    iterators in ``sub`` replaced (a vector iteration's offset), each index clamped into its
+    dimension: a vector loop's prefetch (``c_vector.py``), one element per iteration."""
+    buf = gen.ex.buffers[stmt.array]
+    dims = [const_value(d, gen.sizes) for d in buf.dims]
+    gen.helpers.add("pfclamp", CLAMP)
+    flat = None
+    for (lo, _), n in zip(stmt.ranges, dims):
+        index = gen.ex.index(simplify(ir.substitute(lo, sub) if sub else lo))[0]
+        here = f"dojo_clamp({index}, {n})"
+        flat = here if flat is None else f"({flat}) * {n} + {here}"
+    return f"__builtin_prefetch(&{buf.cname}[{flat}], {rw}, 3);"
+
+
 def cuda_comment(stmt: ir.Prefetch) -> str:
     """The one line the CUDA generator emits for a prefetch: a comment (a CPU cache hint has
     no GPU code; results are the same, since it computes nothing)."""

@@ -32,14 +32,23 @@ GB/s.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .. import ir
+from ..affine import simplify, sub as difference
 from ..poly import const_value
 from .c_expr import (CTYPES, ITEMSIZE, MUL, PRIMARY, UNARY, ADD, context_type, int_tree,
                      literal, paren)
 from .c_math import IMMINTRIN, SFENCE, can_stream, stream_text
+from .c_prefetch import element_prefetch, writes
 from .targets import MVEC_FUNCTIONS
 from .vector_access import coef, flat_coef, reduction_plan
 from .vector_helpers import VectorHelpers
+
+
+def _one_element(stmt: ir.Prefetch, sizes) -> bool:
+    """Whether every range of the prefetch's box holds one index."""
+    return all(const_value(simplify(difference(hi, lo)), sizes) == 1 for lo, hi in stmt.ranges)
 
 
 class _NoVector(Exception):
@@ -74,8 +83,13 @@ class VectorLowering(VectorHelpers):
     def _lower(self, loop):
         gen, sizes, v = self.gen, self.gen.sizes, loop.iterator
         self._hoisted, self._rcp, self._invariants = [], {}, {}
-        if not loop.body or any(not isinstance(s, ir.Assign) for s in loop.body):
+        self._prefetches = [(s, 1 if writes(loop.body, s.array) else 0) for s in loop.body
+                            if isinstance(s, ir.Prefetch)]
+        assigns = tuple(s for s in loop.body if isinstance(s, ir.Assign))
+        if not assigns or len(assigns) + len(self._prefetches) != len(loop.body) \
+                or not all(_one_element(p, sizes) for p, _ in self._prefetches):
             raise _NoVector()
+        loop = replace(loop, body=assigns)
         self._written = {s.target.array for s in loop.body}
         lo, hi = const_value(loop.lo, sizes), const_value(loop.hi, sizes)
         if lo is None or hi is None or hi - lo < 2:
@@ -143,7 +157,7 @@ class VectorLowering(VectorHelpers):
         def body(u: int) -> list:
             """The statements of vector iteration it + u * lanes, into accumulators u."""
             sub = {v: ir.BinOp("+", ir.Var(v), ir.Const(u * lanes))} if u else {}
-            out, r = [], 0
+            out, r = self._prefetch_lines(v, u, lanes), 0
             for stmt, kind in zip(loop.body, kinds):
                 T = context_type(gen.ex.buffers[stmt.target.array].dtype)
                 value = ir.substitute(stmt.value, sub) if sub else stmt.value
@@ -204,6 +218,23 @@ class VectorLowering(VectorHelpers):
                                              stmt))
         lines.append("}")
         return lines
+
+    def _prefetch_lines(self, v, u: int, lanes: int) -> list:
+        """The loop's prefetches (one-element boxes) at vector iteration v + u * lanes: one
+        per cache line its lanes span; a vector narrower than a line asks at the iterations
+        that start a line in an unrolled group, at every iteration when not unrolled."""
+        out = []
+        for stmt, rw in self._prefetches:
+            size = ITEMSIZE[self.gen.ex.buffers[stmt.array].dtype]
+            line = self.gen.target.cache_line_bytes
+            span = lanes * size
+            offsets = range(0, span, line) if span >= line else \
+                ([0] if u == 0 or (u * span) % line == 0 else [])
+            for off in offsets:
+                shift = u * lanes + off // size
+                sub = {v: ir.BinOp("+", ir.Var(v), ir.Const(shift))} if shift else {}
+                out.append(self.gen.origins.tag(element_prefetch(self.gen, stmt, rw, sub), stmt))
+        return out
 
     def _store(self, stmt, T, lanes) -> str:
         """The helper that stores a vector of a statement's target: a streaming store

@@ -24,6 +24,25 @@ the limits, differs from the current one, and does NOT continue it in memory -- 
 contiguous run followed by the next, nor every row continued by the same row. Those are the
 streams the hardware prefetchers already follow; a box a fixed stride away (the next 6x16
 tile of C, rows 4 KiB apart) is the case they miss.
+
+``prefetch X at L ahead O`` (O a loop around L) spreads the next iteration of O over L: at
+each iteration of L it asks for the box X has in the same iteration of L within the next
+iteration of O (L's iterator unchanged, O's plus one). In a row loop whose inner loops
+stream along a row, the next row then arrives a line at a time while the current one is
+processed, instead of all at once at the top of the row:
+
+    for i in 0..N:                         for i in 0..N:
+      for k in 0..M:              ==>        for k in 0..M:
+        Y[i, k] = exp(X[i, k] - m)             prefetch X[i + 1, k]
+                                               Y[i, k] = exp(X[i, k] - m)
+
+L may then be a vector loop (innermost, its box one element of X: the vector code asks
+for each cache line once; ``c_vector.py``). Candidates of this form: innermost loops L
+and O the outermost loop around them, for the arrays that L streams through (its own next
+box continues the current one), whose box in O's next iteration lies in other rows (a
+shift along the last dimension only stays on the stream L is already on), and whose
+stream the hardware loses across O's iterations: O's next box does not continue its
+current one, or several loops in O pass over the array (softmax's passes over a row).
 """
 from __future__ import annotations
 
@@ -41,10 +60,12 @@ MAX_PREFETCH_ROWS = 64
 MAX_PREFETCH_ELEMENTS = 1024
 
 
-def next_box(program, loop, around, decl, use_isl: bool = True):
+def next_box(program, loop, around, decl, use_isl: bool = True, ahead: str | None = None):
     """The box (((lo, hi), ...) per dimension, affine) of ``decl``'s array that the next
-    iteration of ``loop`` touches, its extents, and its per-dimension shift from the current
-    iteration's box (ints, None where not constant); or the reason there is none."""
+    iteration of ``loop`` touches (with ``ahead``, the name of a loop around it: the same
+    iteration of ``loop`` in the next iteration of that loop), its extents, and its
+    per-dimension shift from the current iteration's box (ints, None where not constant);
+    or the reason there is none."""
     refs = fp.loop_refs(program, loop.iterator, decl.name, include_loop=False)
     if not refs:
         return f"'{decl.name}' is not accessed inside loop '{loop.iterator}'"
@@ -53,7 +74,8 @@ def next_box(program, loop, around, decl, use_isl: bool = True):
     except fp.BoxError as exc:
         return (f"the footprint of '{decl.name}' in the next iteration of '{loop.iterator}' "
                 f"is not a box with affine bounds ({exc})")
-    step = {loop.iterator: add(ir.Var(loop.iterator), ir.Const(1))}
+    stepped = ahead or loop.iterator
+    step = {stepped: add(ir.Var(stepped), ir.Const(1))}
     ranges, shifts = [], []
     for off, ext, n in zip(box.offsets, box.extent_exprs, box.extents):
         lo = simplify(substitute_index(off, step))
@@ -87,52 +109,117 @@ def continues(extents, shifts, dims) -> bool:
 class Prefetch(Transformation):
     name = "prefetch"
     grammar = "ARRAY at LOOP"
+    usage_note = "or ARRAY at LOOP ahead OUTER"
+
+    def parse(self, words):
+        """(array, loop, the loop whose next iteration is prefetched, None: loop itself)."""
+        if len(words) == 5 and words[3] == "ahead":
+            array, loop = super().parse(words[:3])
+            return array, loop, (None if words[4] == loop else words[4])
+        array, loop = super().parse(words)
+        return array, loop, None
+
+    def format(self, params) -> str:
+        array, loop, ahead = params
+        return f"prefetch {array} at {loop}" + (f" ahead {ahead}" if ahead else "")
 
     def candidates(self, program):
         for name, (loop, _, around) in scope.loop_table(program).items():
             for array in self._offered_arrays(program, loop, around):
-                yield array, name
+                yield array, name, None
+            if around:
+                for array in self._offered_ahead(program, loop, around):
+                    yield array, name, around[0].iterator
 
     def _offered_arrays(self, program, loop, around) -> list:
         """The arrays candidates() offers at ``loop`` (see the module docstring)."""
         if not any(isinstance(s, ir.Loop) for s in ir.walk_stmts(loop.body)) \
                 or self._loop_problem(loop, around):
             return []
-        dims_of = {d.name: d for d in program.arrays if d.dims}
-        seen, out = [], []
-        for ref in fp.region_refs(loop.body, None):
-            array = ref.access.array
-            if array in seen or array not in dims_of:
-                continue
-            seen.append(array)
-            decl = dims_of[array]
+        out = []
+        for decl, dims in self._arrays_in(program, loop):
             found = next_box(program, loop, around, decl, use_isl=False)
             if isinstance(found, str) or self._limit_problem(found[1]):
                 continue
-            dims = [const_value(d, program.size_values) for d in decl.dims]
             if not continues(found[1], found[2], dims):
-                out.append(array)
+                out.append(decl.name)
         return out
 
-    def offered(self, program, array: str, loop_name: str) -> bool:
-        """True when ``prefetch array at loop_name`` is one of the candidates (a loop that is
-        not innermost, a box within the limits that does not continue the current one) and
-        is legal."""
+    def _offered_ahead(self, program, loop, around) -> list:
+        """The arrays offered at an innermost ``loop`` ahead of the outermost loop around
+        it: streamed along ``loop``, not continued by that loop's next iteration."""
+        outer = around[0].iterator
+        if any(isinstance(s, ir.Loop) for s in loop.body) \
+                or self._loop_problem(loop, around, outer, (1,)):
+            return []
+        out = []
+        for decl, dims in self._arrays_in(program, loop):
+            own = next_box(program, loop, around, decl, use_isl=False)
+            found = next_box(program, loop, around, decl, use_isl=False, ahead=outer)
+            if isinstance(own, str) or isinstance(found, str) \
+                    or self._loop_problem(loop, around, outer, found[1]) \
+                    or self._limit_problem(found[1]):
+                continue
+            streamed = any(own[2]) and continues(own[1], own[2], dims)
+            other_row = any(found[2][:-1]) and not continues(found[1], found[2], dims)
+            if streamed and other_row and self._stream_broken(program, around[0], decl, dims):
+                out.append(decl.name)
+        return out
+
+    @staticmethod
+    def _stream_broken(program, outer, decl, dims) -> bool:
+        """Whether the hardware prefetchers lose ``decl``'s stream across iterations of
+        ``outer``: its next iteration's box does not continue this one's, or two or more
+        innermost loops of its body pass over the array (each pass restarts at the row's
+        first line, so no stream runs on into the next row)."""
+        whole = next_box(program, outer, [], decl, use_isl=False)
+        if isinstance(whole, str) or not continues(whole[1], whole[2], dims):
+            return True
+        passes = [l for l in ir.walk_stmts(outer.body) if isinstance(l, ir.Loop)
+                  and not any(isinstance(s, ir.Loop) for s in l.body)
+                  and fp.loop_refs(program, l.iterator, decl.name, include_loop=False)]
+        return len(passes) >= 2
+
+    @staticmethod
+    def _arrays_in(program, loop):
+        """(declaration, constant dims) of the kernel's arrays accessed in ``loop``'s body,
+        in the order of their first access."""
+        dims_of = {d.name: d for d in program.arrays if d.dims}
+        seen = []
+        for ref in fp.region_refs(loop.body, None):
+            array = ref.access.array
+            if array not in seen and array in dims_of:
+                seen.append(array)
+                decl = dims_of[array]
+                yield decl, [const_value(d, program.size_values) for d in decl.dims]
+
+    def offered(self, program, array: str, loop_name: str, ahead: str | None = None) -> bool:
+        """True when ``prefetch array at loop_name [ahead ahead]`` is one of the candidates
+        (see the module docstring) and is legal."""
         table = scope.loop_table(program)
         if loop_name not in table:
             return False
         loop, _, around = table[loop_name]
-        return array in self._offered_arrays(program, loop, around) \
-            and self.check(program, (array, loop_name)) is None
+        if ahead is None:
+            offered = self._offered_arrays(program, loop, around)
+        else:
+            offered = self._offered_ahead(program, loop, around) \
+                if around and around[0].iterator == ahead else []
+        return array in offered and self.check(program, (array, loop_name, ahead)) is None
 
-    def _loop_problem(self, loop, around):
+    def _loop_problem(self, loop, around, ahead=None, extents=None):
+        """Why no prefetch goes into ``loop``; ``ahead`` and ``extents`` (the box's) for the
+        ahead form, which may go into a vector loop when its box is one element."""
         anns = [a for l in around + [loop] for a in l.annotations]
         if any(a.startswith("gpu.") for a in anns):
             return (f"loop '{loop.iterator}' is bound to the GPU grid or inside a bound loop; "
                     "a CPU cache hint has no use there")
-        if "vector" in anns:
+        inside = [a for l in around for a in l.annotations]
+        if "vector" in inside or ("vector" in loop.annotations and (
+                ahead is None or any(e != 1 for e in extents or ()))):
             return (f"loop '{loop.iterator}' is a vector loop or inside one, whose body must "
-                    "stay assignments; prefetch before vectorizing")
+                    "stay assignments (but for a one-element box ahead of an outer loop); "
+                    "prefetch before vectorizing")
         return None
 
     @staticmethod
@@ -146,7 +233,7 @@ class Prefetch(Transformation):
 
     def _plan(self, program, params):
         """(loop, path, the prefetch statement), or the one-sentence reason there is none."""
-        array, loop_name = params
+        array, loop_name, ahead = params
         table = scope.loop_table(program)
         if loop_name not in table:
             return f"there is no loop '{loop_name}'"
@@ -154,10 +241,13 @@ class Prefetch(Transformation):
         decl = program.array(array)
         if decl is None or not decl.dims:
             return f"there is no array '{array}' of the kernel to prefetch"
-        problem = self._loop_problem(loop, around)
+        if ahead is not None and ahead not in [l.iterator for l in around]:
+            return f"loop '{ahead}' is not a loop around loop '{loop_name}'"
+        found = next_box(program, loop, around, decl, ahead=ahead)
+        problem = self._loop_problem(loop, around, ahead,
+                                     None if isinstance(found, str) else found[1])
         if problem:
             return problem
-        found = next_box(program, loop, around, decl)
         if isinstance(found, str):
             return found
         ranges, extents, _ = found

@@ -314,3 +314,102 @@ def test_the_avx2_matmul_schedule_prefetches_the_next_tile_of_c():
     program = replay(load_kernel("matmul", {"N": 64, "M": 64, "K": 512}), avx2)
     assert "  prefetch C[6*i20 + 6..6*i20 + 12, 16*j20..16*j20 + 16]\n" in print_program(program)
     assert generate_c(program, "x86-avx2").count("__builtin_prefetch(&C[") == 2
+
+
+# ----------------------------------------------------------------------------- prefetch X at L ahead O
+
+ROWS = kernel_text("rows(N = 6, M = 128)", "in X: f32[N, M]; out Y: f32[N, M]", """\
+for i in 0..N:
+  local m: f32
+  m = -inf
+  for j in 0..M:
+    m max= X[i, j]
+  for k in 0..M:
+    Y[i, k] = exp(X[i, k] - m)
+""")
+
+ROWS_AHEAD = ROWS.replace("  for k in 0..M:\n",
+                          "  for k in 0..M:\n    prefetch X[i + 1, k]\n")
+
+
+def test_golden_ahead():
+    p = applied(ROWS, "prefetch X at k ahead i")
+    assert print_program(p) == ROWS_AHEAD
+    assert_same_outputs(parse(ROWS), p)
+
+
+def test_ahead_of_the_loop_itself_is_the_plain_form():
+    from dojo_core.transforms.prefetch import PREFETCH as t
+    assert t.parse(["X", "at", "k", "ahead", "i"]) == ("X", "k", "i")
+    assert t.parse(["X", "at", "k", "ahead", "k"]) == ("X", "k", None) == \
+        t.parse(["X", "at", "k"])
+    assert t.format(("X", "k", "i")) == "prefetch X at k ahead i"
+    assert t.format(("X", "k", None)) == "prefetch X at k"
+
+
+def test_candidates_ahead_are_streams_of_innermost_loops_whose_next_row_is_elsewhere():
+    """At j and k, X streams along the row and two passes go over it, so the stream
+    restarts at each row's first line: offered ahead of i. Y, written in one pass, rows
+    contiguous, is one stream from the first row to the last (as A of ROW_STREAM): not
+    offered. In TILE no innermost loop gets one: there the outermost loop j0 moves C's and
+    B's columns along their rows (the stream the loop is on already)."""
+    texts = [a.text for a in actions(parse(ROWS)) if a.kind == "prefetch"]
+    assert texts == ["prefetch X at j ahead i", "prefetch X at k ahead i"]
+    assert not any("ahead" in a.text for a in actions(parse(TILE)))
+    assert not any("ahead" in a.text for a in actions(parse(ROW_STREAM)))
+    one_pass = ROWS.replace("m max= X[i, j]", "m max= 1")
+    assert not any("ahead" in a.text for a in actions(parse(one_pass)))
+    # legal all the same when asked for
+    assert "    prefetch Y[i + 1, k]\n" in print_program(applied(ROWS, "prefetch Y at k ahead i"))
+
+
+def test_ahead_goes_into_a_vector_loop_when_its_box_is_one_element():
+    p = applied(ROWS, "vectorize k", "prefetch X at k ahead i")
+    assert "  for k in 0..M vector:\n    prefetch X[i + 1, k]\n" in print_program(p)
+    assert_same_outputs(parse(ROWS), p)
+
+
+PAIRS = kernel_text("pairs(N = 6, M = 48)", "in X: f32[N, M]; out Y: f32[N, M]", """\
+for i in 0..N:
+  for k in 0..M - 1:
+    Y[i, k] = X[i, k] + X[i, k + 1]
+""")
+
+
+@pytest.mark.parametrize("program, step, reason", [
+    (ROWS, "prefetch X at k ahead q", "loop 'q' is not a loop around loop 'k'"),
+    (applied(PAIRS, "vectorize k"), "prefetch X at k ahead i",
+     "loop 'k' is a vector loop or inside one"),
+    (ROWS_AHEAD, "prefetch X at k ahead i", "loop 'k' already prefetches 'X'"),
+])
+def test_refusals_ahead(program, step, reason):
+    program = parse(program) if isinstance(program, str) else program
+    assert_refused(program, step, reason)
+
+
+@pytest.mark.parametrize("target, per_line", [("x86-avx2", 2), ("x86-avx512", 1)])
+def test_a_vector_loop_asks_for_each_line_of_the_next_row_once(target, per_line):
+    """f32, 64-byte lines: an AVX-512 vector is one line, so every vector iteration asks
+    for one; AVX2's two vectors per line ask at the first of each pair (the loop's
+    reduction-free main body runs one vector an iteration, so there every iteration asks)."""
+    p = applied(ROWS, "vectorize j", "vectorize k", "prefetch X at k ahead i",
+                "prefetch X at j ahead i")
+    text = generate_c(p, target)
+    assert "__builtin_prefetch(&X[(dojo_clamp(i + 1, 6)) * 128 + dojo_clamp(j, 128)], 0, 3);" \
+        in text
+    lanes = TARGETS[target].vector_bytes // 4
+    shifted = [f"dojo_clamp(j + {u * lanes}, 128)], 0, 3);" for u in range(1, 4)]
+    # the max reduction's four accumulators: iterations 0..3 of a group
+    asked = [s in text for s in shifted]
+    assert asked == [per_line == 1, True, per_line == 1]
+    assert "for (int64_t" in text and "omp simd" not in text
+
+
+def test_compiled_results_with_prefetches_in_vector_loops_match_the_interpreter():
+    original = parse(ROWS)
+    x = random_inputs(original, 4)
+    want = interp.run(original, x)
+    p = applied(ROWS, "parallelize i", "vectorize j", "vectorize k",
+                "prefetch X at k ahead i", "prefetch Y at k ahead i", "prefetch X at j ahead i")
+    got = harness.run_c(p, x, threads=2, target="x86-avx2")
+    assert all(e <= 1 for e in harness.compare(got, want, p).values())
