@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdint.h>
 
+static inline int64_t dojo_clamp(int64_t v, int64_t n) { return v < 0 ? 0 : v >= n ? n - 1 : v; }
 typedef float dojo_f32x4 __attribute__((vector_size(16)));
 typedef float dojo_f32x8 __attribute__((vector_size(32)));
 #if (defined(__x86_64__) || defined(__i386__)) && !defined(DOJO_PORTABLE)
@@ -53,8 +54,10 @@ void dojo_kernel(const float *restrict X, const float *restrict gamma, const flo
       {
         dojo_f32x8 dojo_acc5 = dojo_splat_f32x8(0.0f), dojo_acc6 = dojo_splat_f32x8(0.0f), dojo_acc7 = dojo_splat_f32x8(0.0f), dojo_acc8 = dojo_splat_f32x8(0.0f);
         for (int64_t k = 0; k < 1024; k += 32) {
+          __builtin_prefetch(&X[(dojo_clamp(i + 1, 4096)) * 1024 + dojo_clamp(k, 1024)], 0, 3);
           dojo_acc5 = dojo_acc5 + (dojo_load_f32x8(&X[i * M + k]) - dojo_splat_f32x8(mu)) * (dojo_load_f32x8(&X[i * M + k]) - dojo_splat_f32x8(mu));
           dojo_acc6 = dojo_acc6 + (dojo_load_f32x8(&X[i * M + k + 8]) - dojo_splat_f32x8(mu)) * (dojo_load_f32x8(&X[i * M + k + 8]) - dojo_splat_f32x8(mu));
+          __builtin_prefetch(&X[(dojo_clamp(i + 1, 4096)) * 1024 + dojo_clamp(k + 16, 1024)], 0, 3);
           dojo_acc7 = dojo_acc7 + (dojo_load_f32x8(&X[i * M + k + 16]) - dojo_splat_f32x8(mu)) * (dojo_load_f32x8(&X[i * M + k + 16]) - dojo_splat_f32x8(mu));
           dojo_acc8 = dojo_acc8 + (dojo_load_f32x8(&X[i * M + k + 24]) - dojo_splat_f32x8(mu)) * (dojo_load_f32x8(&X[i * M + k + 24]) - dojo_splat_f32x8(mu));
         }
