@@ -316,7 +316,7 @@ def test_the_avx2_matmul_schedule_prefetches_the_next_tile_of_c():
     assert generate_c(program, "x86-avx2").count("__builtin_prefetch(&C[") == 2
 
 
-# ----------------------------------------------------------------------------- prefetch X at L ahead O
+# ------------------------------------------------------------------------ prefetch X at L ahead O
 
 ROWS = kernel_text("rows(N = 6, M = 128)", "in X: f32[N, M]; out Y: f32[N, M]", """\
 for i in 0..N:
