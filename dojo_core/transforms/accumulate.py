@@ -30,10 +30,9 @@ from __future__ import annotations
 from .. import ir
 from ..affine import simplify, sub
 from ..checker import check as check_program
-from ..deps import dependences, same
 from . import footprint as fp
 from . import scope
-from .planned import PlannedTransformation
+from .planned import PlannedTransformation, first_written
 from .util import body_at, declared_names, replace_at
 
 SPACES = ("register", "stack")
@@ -64,7 +63,8 @@ class Accumulate(PlannedTransformation):
         if plan["start"] is not None:
             plan["load"] = False
         elif box.exact:
-            if _skip_proved(program, plan):
+            around = [l.iterator for l in scope.loop_table(program)[loop_name][2]]
+            if first_written(program, refs, box, array, around):
                 plan["load"] = False
             elif scope.kind_of(decl) in ("in", "inout") or (
                     box.covering and all(r.stmt.op != "=" for r in refs if r.write)):
@@ -98,36 +98,6 @@ class Accumulate(PlannedTransformation):
 
     def _default_name(self, program, array):
         return scope.default_name(program, "acc")
-
-
-def _skip_proved(program, plan) -> bool:
-    """Is every element of the box written with '=' inside L before L touches it otherwise?
-    An '=' statement S whose access alone covers the box, whose value does not read C, and
-    which no other statement of L precedes on the same element: shown syntactically (every
-    other access uses S's index text and comes textually later, so within each iteration of
-    the loops around both it follows S's write of that very element), else by exact
-    dependences."""
-    refs, box = plan["refs"], plan["box"]
-    array = plan["decl"].name
-    index = scope.assignment_index(program)
-    around = [l.iterator for l in scope.loop_table(program)[plan["loop"].iterator][2]]
-    for k in box.covering:
-        ref = refs[k]
-        if not ref.write or ref.stmt.op != "=" or any(
-                isinstance(a, ir.Access) and a.array == array for a in ir.walk_expr(ref.stmt.value)):
-            continue
-        others = [r for r in refs if r.stmt is not ref.stmt]
-        me = index[id(ref.stmt)]
-        if all(r.access.indices == ref.access.indices and index[id(r.stmt)] > me
-               for r in others):
-            return True
-        deps = dependences(program)
-        sts = deps.statements
-        cond = same(around)
-        sources = [sts[i] for i in dict.fromkeys(index[id(r.stmt)] for r in others)]
-        if not deps.exists(sources, [sts[me]], lambda s, t: cond):
-            return True
-    return False
 
 
 def _constant_start(program, path, array: str, box):

@@ -2,11 +2,14 @@
 (``stage``, ``accumulate``): a plan, or the one-sentence reason there is none, computed from
 the affine footprint and, when only islpy can tell, again with islpy; then the result built
 from the plan and re-checked, or the reason the checker gives.  Plans are cached per program
-(``scope.CACHE``) under ``(plan_key, array, loop, use_isl)``."""
+(``scope.CACHE``) under ``(plan_key, array, loop, use_isl)``.  ``first_written`` is the
+proof both use to leave out loading a buffer that the region overwrites before reading."""
 from __future__ import annotations
 
 from math import prod
 
+from .. import ir
+from ..deps import dependences, same
 from ..poly import const_value
 from . import footprint as fp
 from . import scope
@@ -163,3 +166,30 @@ class PlannedTransformation(Transformation):
         if isinstance(result, str):
             raise NotApplicable(result)
         return result
+
+
+def first_written(program, refs, box, array: str, fixed: list) -> bool:
+    """Is every element of the box written with '=' in the region before the region touches
+    it otherwise, within one iteration of the loops named in ``fixed`` (those around the
+    region)?  True when an '=' statement S whose access alone covers the box and whose value
+    does not read the array is preceded by no other statement of the region on the same
+    element: shown syntactically (every other access uses S's index text and comes textually
+    later, so it follows S's write of that very element), else by exact dependences."""
+    index = scope.assignment_index(program)
+    for k in box.covering:
+        ref = refs[k]
+        if not ref.write or ref.stmt.op != "=" or any(
+                isinstance(a, ir.Access) and a.array == array for a in ir.walk_expr(ref.stmt.value)):
+            continue
+        others = [r for r in refs if r.stmt is not ref.stmt]
+        me = index[id(ref.stmt)]
+        if all(r.access.indices == ref.access.indices and index[id(r.stmt)] > me
+               for r in others):
+            return True
+        deps = dependences(program)
+        sts = deps.statements
+        cond = same(fixed)
+        sources = [sts[i] for i in dict.fromkeys(index[id(r.stmt)] for r in others)]
+        if not deps.exists(sources, [sts[me]], lambda s, t: cond):
+            return True
+    return False

@@ -697,11 +697,8 @@ REFUSALS = [
      "there is no loop 'q'"),
     ("stage-unknown-array", TILED, "stage Z at j0 as Bt",
      "there is no array or local 'Z' visible at loop 'j0'"),
-    ("stage-written-inside", TILED, "stage C at j0 as Ct",
-     "'C' is written inside loop 'j0', so a copy made at the start of each iteration "
-     "would go stale"),
-    ("stage-not-read", LOCALS, "stage x at j as xt",
-     "'x' is not read inside loop 'j'"),
+    ("stage-not-accessed", LOCALS, "stage x at j as xt",
+     "'x' is not accessed inside loop 'j'"),
     ("stage-vectorized", VECTOR, "stage A at j as At",
      "loop 'j' is vectorized and its body must stay free of loops; stage before vectorizing"),
     ("stage-no-box", SHIFT, "stage A at i as At",
