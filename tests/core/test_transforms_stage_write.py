@@ -1,17 +1,24 @@
 """``stage A at L`` where L also writes A (a cache write): golden before/after text, the
 load left out or kept, one test per refusal reason, its candidates, the C generator's
-streaming stores of the array that the buffer leaves write-only, compiled results."""
+streaming stores of the array that the buffer leaves write-only, compiled results, and
+random walks after a cache write on the library kernels that are offered one."""
 from __future__ import annotations
 
 from dataclasses import replace
 
-from dojo_core import harness, interp
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dojo_core import harness, interp, ir
+from dojo_core.checker import check
 from dojo_core.codegen import detect_host_target, generate_c
 from dojo_core.codegen.targets import TARGETS
-from dojo_core.kernels import random_inputs
+from dojo_core.kernels import info, list_kernels, load_kernel, random_inputs
 from dojo_core.parser import parse
 from dojo_core.printer import print_program
-from dojo_core.transforms import actions
+from dojo_core.transforms import actions, scope
+from dojo_core.walks import random_walk
 
 from kernels_text import kernel_text, with_body
 from transform_checks import applied, assert_refused, assert_same_outputs
@@ -150,3 +157,38 @@ def test_inside_a_parallel_loop_each_row_streams_to_the_output():
         assert all(e <= 1 for e in harness.compare(got, want, staged).values())
     got = harness.run_c(staged, x, threads=2, target=_with_cache("generic", 1 << 10))
     assert all(e <= 1 for e in harness.compare(got, want, staged).values())
+
+
+def _write_stages(program):
+    """The stage candidates of ``program`` that buffer an array their loop writes."""
+    out = []
+    for a in actions(program):
+        if a.kind == "stage":
+            array, loop = a.text.split()[1], a.text.split()[3]
+            body = scope.loop_table(program)[loop][0].body
+            if array in {s.target.array for s in ir.assignments(body)}:
+                out.append(a.text)
+    return out
+
+
+WRITE_STAGE_KERNELS = [n for n in list_kernels()
+                       if _write_stages(load_kernel(n, info(n).test_sizes))]
+
+
+def test_library_kernels_with_rows_read_back_are_offered_the_cache_write():
+    assert {"softmax", "attention"} <= set(WRITE_STAGE_KERNELS)
+
+
+@pytest.mark.parametrize("name", WRITE_STAGE_KERNELS)
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), pick=st.integers(0, 100))
+def test_random_walks_after_a_cache_write_keep_outputs(name, seed, pick):
+    """Each kernel offered a cache write takes one (drawn), then a random walk of 6 legal
+    actions: checker clean, same outputs as the untransformed kernel on the interpreter."""
+    original = load_kernel(name, info(name).test_sizes)
+    stages = _write_stages(original)
+    staged = applied(print_program(original), stages[pick % len(stages)])
+    texts, final = random_walk(staged, 6, seed)
+    assert check(final) == [], texts
+    assert_same_outputs(original, final)
