@@ -63,8 +63,7 @@ class Accumulate(PlannedTransformation):
         if plan["start"] is not None:
             plan["load"] = False
         elif box.exact:
-            around = [l.iterator for l in scope.loop_table(program)[loop_name][2]]
-            if first_written(program, refs, box, array, around):
+            if first_written(program, refs, box, array, [l.iterator for l in around]):
                 plan["load"] = False
             elif scope.kind_of(decl) in ("in", "inout") or (
                     box.covering and all(r.stmt.op != "=" for r in refs if r.write)):
