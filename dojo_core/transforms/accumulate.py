@@ -29,10 +29,9 @@ from __future__ import annotations
 
 from .. import ir
 from ..affine import simplify, sub
-from ..checker import check as check_program
 from . import footprint as fp
 from . import scope
-from .planned import PlannedTransformation, first_written
+from .planned import PlannedTransformation, first_checked, first_written
 from .util import body_at, declared_names, replace_at
 
 SPACES = ("register", "stack")
@@ -75,13 +74,10 @@ class Accumulate(PlannedTransformation):
 
     def _build_checked(self, program, params, plan):
         """The transformed program, or a reason when the checker rejects it."""
-        tries = [plan["load"]] if plan["load"] is not None else [False, True]
-        errors = []
-        for load in tries:
-            new = _build(program, params, plan, load)
-            errors = check_program(new)
-            if not errors:
-                return new
+        new, errors = first_checked(lambda load: _build(program, params, plan, load),
+                                    plan["load"])
+        if new is not None:
+            return new
         if plan["load"] is None:
             return (f"{params[0]}'s elements in {params[1]} are not all initialised "
                     f"before {params[1]}")

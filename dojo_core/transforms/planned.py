@@ -3,12 +3,15 @@
 the affine footprint and, when only islpy can tell, again with islpy; then the result built
 from the plan and re-checked, or the reason the checker gives.  Plans are cached per program
 (``scope.CACHE``) under ``(plan_key, array, loop, use_isl)``.  ``first_written`` is the
-proof both use to leave out loading a buffer that the region overwrites before reading."""
+proof both use to leave out loading a buffer that the region overwrites before reading;
+``first_checked`` builds the result with and without that load where the plan leaves it to
+the checker."""
 from __future__ import annotations
 
 from math import prod
 
 from .. import ir
+from ..checker import check as check_program
 from ..deps import dependences, same
 from ..poly import const_value
 from . import footprint as fp
@@ -193,3 +196,16 @@ def first_written(program, refs, box, array: str, fixed: list) -> bool:
         if not deps.exists(sources, [sts[me]], lambda s, t: cond):
             return True
     return False
+
+
+def first_checked(build, load):
+    """(program, []) for the first of ``build(False)``, ``build(True)`` that the checker
+    accepts when ``load`` is None, else for ``build(load)``; (None, the last build's
+    errors) when it accepts none."""
+    errors = []
+    for attempt in ([load] if load is not None else [False, True]):
+        new = build(attempt)
+        errors = check_program(new)
+        if not errors:
+            return new, []
+    return None, errors

@@ -44,10 +44,9 @@ and for other arrays the checker decides, as for accumulate.
 from __future__ import annotations
 
 from .. import ir
-from ..checker import check as check_program
 from . import footprint as fp
 from . import scope
-from .planned import PlannedTransformation, first_written
+from .planned import PlannedTransformation, first_checked, first_written
 from .util import declared_names, loops_around, replace_at, with_body
 
 
@@ -107,12 +106,10 @@ class Stage(PlannedTransformation):
 
     def _build_checked(self, program, params, plan):
         """The staged program, or a reason when the checker rejects it."""
-        tries = [plan["load"]] if plan["load"] is not None else [False, True]
-        for load in tries:
-            new = _build(program, params, plan, load)
-            errors = check_program(new)
-            if not errors:
-                return new
+        new, errors = first_checked(lambda load: _build(program, params, plan, load),
+                                    plan["load"])
+        if new is not None:
+            return new
         if self._needs_proof(plan):
             return (f"some elements of '{params[0]}' copied at the start of "
                     f"'{params[1]}' are not initialised there")
