@@ -22,7 +22,7 @@ from .. import ir
 from ..affine import add, from_linear, linear_or_none, simplify
 from ..poly import const_value
 from .base import Transformation
-from .util import (declared_names, extent, find_loop, fresh, map_exprs, replace_at,
+from .util import (declared_names, extent, find_loop, map_exprs, renamed_copy, replace_at,
                    substitute_stmts)
 
 
@@ -57,46 +57,6 @@ def _replace_expr(stmts, old, new):
     """The statements with every occurrence of the expression old replaced by new
     (loop bounds, indices, values and local dimensions)."""
     return map_exprs(stmts, lambda e: ir.map_expr(e, lambda n: new if n == old else n))
-
-
-def _renamed_copy(loop, taken: set):
-    """loop with every iterator and local declared in it renamed fresh (`i0` -> `i0t`)."""
-    renames = {}
-    for s in ir.walk_stmts((loop,)):
-        old = s.iterator if isinstance(s, ir.Loop) else s.name if isinstance(s, ir.Local) else None
-        if old is not None:
-            base = f"{old}t"
-            renames[old] = base if base not in taken else fresh(taken, base)
-            taken.add(renames[old])
-    iterators = {old: ir.Var(new) for old, new in renames.items()}
-
-    def expr(e):
-        def fn(n):
-            if isinstance(n, ir.Var) and n.name in iterators:
-                return iterators[n.name]
-            if isinstance(n, ir.Access) and n.array in renames:
-                return ir.Access(renames[n.array], n.indices, n.loc)
-            return n
-        return ir.map_expr(e, fn)
-
-    def go(body):
-        out = []
-        for s in body:
-            if isinstance(s, ir.Loop):
-                out.append(ir.Loop(renames[s.iterator], expr(s.lo), expr(s.hi), s.annotations,
-                                   go(s.body), s.loc))
-            elif isinstance(s, ir.Assign):
-                out.append(ir.Assign(expr(s.target), s.op, expr(s.value), s.loc))
-            elif isinstance(s, ir.Local):
-                out.append(ir.Local(renames[s.name], s.dtype, tuple(expr(d) for d in s.dims),
-                                    s.space, s.loc))
-            elif isinstance(s, ir.Prefetch):
-                out.append(ir.Prefetch(s.array, tuple((expr(lo), expr(hi)) for lo, hi in s.ranges),
-                                       s.loc))
-            else:
-                out.append(s)
-        return tuple(out)
-    return go((loop,))[0]
 
 
 class Partition(Transformation):
@@ -138,10 +98,9 @@ class Partition(Transformation):
             # one partial tile at these sizes: no loop around it, its extent E % F
             body = _replace_expr(loop.body, tail_min, ir.BinOp("%", e, ir.Const(factor)))
             body = substitute_stmts(body, {loop.iterator: full})
-            rest = _renamed_copy(ir.Loop(loop.iterator, loop.lo, loop.hi, (), body),
-                                 declared_names(program)).body
+            rest = renamed_copy(body, declared_names(program))
             return replace_at(program, path, [main, *rest])
-        rest = _renamed_copy(loop, declared_names(program))
+        rest, = renamed_copy((loop,), declared_names(program))
         rest = ir.Loop(rest.iterator, ir.Call("max", (full, ir.Const(0))), rest.hi,
                        rest.annotations, rest.body, rest.loc)
         return replace_at(program, path, [main, rest])

@@ -138,6 +138,48 @@ def fresh(taken: set, base: str, start: int = 2) -> str:
     return name
 
 
+def renamed_copy(stmts, taken: set, suffix: str = "t") -> tuple:
+    """The statements with every iterator and local declared in them renamed fresh (`i0` ->
+    `i0t` for suffix "t", `i0t2` where that is taken; recorded in ``taken``), so that the
+    copy can stand beside the original in one program."""
+    renames = {}
+    for s in ir.walk_stmts(tuple(stmts)):
+        old = s.iterator if isinstance(s, ir.Loop) else s.name if isinstance(s, ir.Local) else None
+        if old is not None:
+            base = f"{old}{suffix}"
+            renames[old] = base if base not in taken else fresh(taken, base)
+            taken.add(renames[old])
+    iterators = {old: ir.Var(new) for old, new in renames.items()}
+
+    def expr(e):
+        def fn(n):
+            if isinstance(n, ir.Var) and n.name in iterators:
+                return iterators[n.name]
+            if isinstance(n, ir.Access) and n.array in renames:
+                return ir.Access(renames[n.array], n.indices, n.loc)
+            return n
+        return ir.map_expr(e, fn)
+
+    def go(body):
+        out = []
+        for s in body:
+            if isinstance(s, ir.Loop):
+                out.append(ir.Loop(renames[s.iterator], expr(s.lo), expr(s.hi), s.annotations,
+                                   go(s.body), s.loc))
+            elif isinstance(s, ir.Assign):
+                out.append(ir.Assign(expr(s.target), s.op, expr(s.value), s.loc))
+            elif isinstance(s, ir.Local):
+                out.append(ir.Local(renames[s.name], s.dtype, tuple(expr(d) for d in s.dims),
+                                    s.space, s.loc))
+            elif isinstance(s, ir.Prefetch):
+                out.append(ir.Prefetch(s.array, tuple((expr(lo), expr(hi)) for lo, hi in s.ranges),
+                                       s.loc))
+            else:
+                out.append(s)
+        return tuple(out)
+    return go(tuple(stmts))
+
+
 def map_exprs(stmts, fn):
     """Rebuild statements with fn applied to every expression (bounds, dims, indices, values)."""
     out = []
