@@ -105,6 +105,35 @@ def affine_text(expr, sizes: dict, iterators, allow_minmax: bool = False) -> str
     raise NotAffine("not an affine expression", expr)
 
 
+def never_equal(a: ir.Access, b: ir.Access, sizes: dict) -> bool:
+    """True when accesses a and b (to one array) denote different elements for every
+    integer value of the iterators they use, each iterator taking one value for both
+    (``s[i % 2]`` and ``s[(i - 1) % 2]``); False when they may coincide or an index is not
+    quasi-affine. An update through one then never changes what the other reads while
+    those iterators keep their values."""
+    if len(a.indices) != len(b.indices):
+        return False
+    names = sorted({n for x in (a, b) for e in x.indices for n in ir.var_names(e)} - set(sizes))
+    try:
+        eqs = [f"{affine_text(x, sizes, names)} = {affine_text(y, sizes, names)}"
+               for x, y in zip(a.indices, b.indices)]
+    except NotAffine:
+        return False
+    if not eqs:
+        return False
+    iters = ", ".join(isl_name(n) for n in names)
+    return isl.Set(f"{{ [{iters}] : {' and '.join(eqs)} }}").is_empty()
+
+
+def apart_in_loop(a: ir.Access, b: ir.Access, iterator: str, sizes: dict) -> bool:
+    """True when neither access moves with loop ``iterator`` and they never denote the same
+    element (``never_equal``): within one run of the loop, an update through one never
+    changes what the other touches."""
+    if any(iterator in ir.var_names(e) for x in (a, b) for e in x.indices):
+        return False
+    return never_equal(a, b, sizes)
+
+
 @dataclass(frozen=True)
 class Statement:
     """One Assign with its context: enclosing loops (outermost first) and body positions."""

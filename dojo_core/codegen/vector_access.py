@@ -4,7 +4,7 @@ elements invariant in the loop (``reduction_plan``), for ``c_vector`` and ``c``.
 from __future__ import annotations
 
 from .. import ir
-from ..poly import const_value
+from ..poly import apart_in_loop, const_value
 
 
 def coef(expr, v: str, sizes: dict):
@@ -53,7 +53,8 @@ def _touched(stmt: ir.Assign) -> list:
 def reduction_plan(gen, loop: ir.Loop):
     """[(position, assign)] of the reductions of a vector loop into elements invariant in
     it; None when a reduction's target cannot be shown invariant or varying, when an
-    invariant target is touched by another statement of the loop, or when the reduction's
+    invariant target element is touched by another statement of the loop (other elements of
+    its array may be, where ``poly.apart_in_loop`` proves them distinct), or when the reduction's
     value reads its own target element (other elements of its array it may read: vectorize
     proved that the loop never updates them)."""
     plan = []
@@ -70,7 +71,8 @@ def reduction_plan(gen, loop: ir.Loop):
                 return None
             for j, other in enumerate(body):
                 accesses = _touched(other)[1:] if j == k else _touched(other)
-                if j != k and any(a.array == stmt.target.array for a in accesses):
+                if j != k and any(a.array == stmt.target.array and not apart_in_loop(
+                        a, stmt.target, loop.iterator, gen.sizes) for a in accesses):
                     return None
                 if j == k and any(a == stmt.target for a in accesses):
                     return None

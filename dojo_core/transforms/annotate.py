@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..deps import dependences, same
+from ..poly import apart_in_loop
 from .base import Transformation
 from .util import extent, find_loop, loops_around, max_extent, replace_at
 
@@ -110,9 +111,12 @@ class Vectorize(_OneLoop):
         deps = dependences(program)
         around = [l.iterator for l in loops_around(program, path)]
 
+        def apart(x, target):
+            return apart_in_loop(x, target, name, program.size_values)
+
         def reductions(stmts):   # the code generator lowers them with vector accumulators
             return {s.name for s in stmts if _is_lane_reduction(
-                s, stmts, wrapped, lambda st: deps.reads_own_writes(st, around))}
+                s, stmts, wrapped, lambda st: deps.reads_own_writes(st, around), apart)}
         if carries_dependence(program, name, path, exempt=reductions):
             return (f"loop '{name}' carries a dependence that is not a reduction, "
                     "so its iterations cannot run as SIMD lanes")
@@ -127,8 +131,10 @@ def _i8_names(program) -> set:
     return names
 
 
-def _is_lane_reduction(stmt, loop_stmts, wrapped=frozenset(), reads_own_writes=None) -> bool:
-    """A reduction whose target no other statement of the loop touches and whose value
+def _is_lane_reduction(stmt, loop_stmts, wrapped=frozenset(), reads_own_writes=None,
+                       apart=None) -> bool:
+    """A reduction whose target element no other statement of the loop touches (another
+    element of its array only where ``apart(access, target)`` proves it distinct) and whose value
     reads no element of the target array that the loop updates (``reads_own_writes(stmt)``,
     exact; without it, no element of the target array at all); statements are
     poly.Statement, compared by name.
@@ -150,7 +156,7 @@ def _is_lane_reduction(stmt, loop_stmts, wrapped=frozenset(), reads_own_writes=N
             continue
         a = other.assign
         touched = [a.target] + [x for x in ir.walk_expr(a.value) if isinstance(x, ir.Access)]
-        if any(x.array == target for x in touched):
+        if any(x.array == target and not (apart and apart(x, assign.target)) for x in touched):
             return False
     return True
 
