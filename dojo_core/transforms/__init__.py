@@ -16,7 +16,7 @@ from .base import NotApplicable, Transformation
 from . import annotate, interchange, split
 from . import fission, fuse, hoist, merge, reorder
 from . import accumulate, divide, expand, inline, layout, materialize, partition, precompute
-from . import prefetch, rfactor, stage, timetile, wavefront
+from . import pipeline, prefetch, rfactor, stage, timetile, wavefront
 
 REGISTRY: dict = {}
 
@@ -32,7 +32,7 @@ for _t in (split.SPLIT, partition.PARTITION, interchange.INTERCHANGE, merge.MERG
            divide.DIVIDE,
            inline.INLINE, materialize.MATERIALIZE, expand.EXPAND, rfactor.RFACTOR,
            prefetch.PREFETCH, precompute.PRECOMPUTE, timetile.TIMETILE,
-           wavefront.WAVEFRONT):
+           wavefront.WAVEFRONT, pipeline.PIPELINE):
     register(_t)
 
 
