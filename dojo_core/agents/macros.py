@@ -18,6 +18,10 @@ Ansor / MetaSchedule sketches use):
 * ``wavefront I J by F``: skew an in-place sweep whose innermost loop J is a chain of
   dependent points (Gauss-Seidel) so that the points of one wavefront, independent of each
   other, run together; F the least that makes them independent (``wavefronts.py``).
+* ``pipeline L from M``: software-pipeline a loop whose body runs several passes over a
+  row, so that one loop does the arithmetic of a row and the stores of the row before
+  (``pipelines.py``), with and without a cache write of the row, split in chunks per
+  thread.
 * ``cache block p q by B``: B x B blocks of the two innermost loops of a nest whose accesses
   want opposite orders (a transpose), B from the target's L1 (``blocking.py``).
 * ``distribute``: fission loops whose body mixes statements and loops, so that reductions
@@ -51,6 +55,7 @@ from .moves import (Builder, Move, distribute_steps, finish, parallelize_outer_s
                     vectorize_inner_steps)
 from .blocking import cache_block_moves
 from .labels import tile_sizes
+from .pipelines import pipeline_moves
 from .strides import unit_stride_moves
 from .tile_build import last_dim_layout
 from .tiles import tile_moves
@@ -80,6 +85,7 @@ def macro_moves(program, tile=True, target=None, threads=None) -> list:
     moves.extend(time_tile_moves(program, target))
     moves.extend(cache_block_moves(program, target))
     moves.extend(wavefront_moves(program))
+    moves.extend(pipeline_moves(program, threads))
     if tile:
         try:
             moves.extend(tile_moves(program, target, threads))

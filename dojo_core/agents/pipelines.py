@@ -1,0 +1,112 @@
+"""Pipelined-rows moves: ``pipeline L from M`` of a loop L whose body runs several passes
+(loops) over one row, then ``fuse`` of the first stage's last pass with the delayed second
+stage's first pass, so that one loop does the arithmetic of row L and the stores of row
+L - 1 together (the scalar statements between the two passes, which update this row's slot,
+moved after the delayed pass first); then ``vectorize inner`` and ``parallelize outer``.
+
+A row kernel (softmax, layernorm) runs a reduction pass, an arithmetic pass, and a pass that
+only scales and stores. The last pass has little arithmetic to hide its memory traffic
+behind, and the passes before it have little memory traffic to hide their arithmetic: run
+one after the other, the core waits for one resource, then for the other. Interleaved (the
+second stage of the row before beside the first stage of this one), both run at once.
+
+Variants, all from the program: every cut M (a loop of L's body after another loop); with
+and without a cache write of an array that the second stage writes and the first touches
+too (``stage A at L as At``, its store-back loop fused with the pass before it: the row
+stays in a local and is stored once, with streaming stores where the generator gives them);
+with more than one thread, L split first so that its outer part runs in parallel, in
+4 x threads chunks (the rule ``parallelize outer`` uses: at least 4 iterations to share).
+Nothing here is fitted to one kernel or one machine: the measurements decide.
+"""
+from __future__ import annotations
+
+import os
+
+from .. import ir
+from ..transforms.fission import stmt_refs, uses_array
+from ..transforms.util import declared_names, extent, find_loop, fresh
+from .moves import Builder, Move, finish
+
+CHUNKS_PER_THREAD = 4
+
+
+def pipeline_moves(program, threads=None) -> list:
+    """A move per (loop, cut, cache-written array or none) that pipelines and fuses."""
+    moves = []
+    sizes = program.size_values
+    for loop in ir.loops(program):
+        passes = [s for s in loop.body if isinstance(s, ir.Loop)]
+        n = extent(loop, sizes)
+        if loop.annotations or len(passes) < 2 or n is None or n < 2:
+            continue
+        for cut in passes[1:]:
+            for array in (None, *_cache_writable(loop, cut)):
+                move = _pipelined(program, loop.iterator, n, cut.iterator, array, threads)
+                if move is not None:
+                    moves.append(move)
+    return moves
+
+
+def _cache_writable(loop, cut) -> list:
+    """Arrays that the passes from ``cut`` on write and the statements before it touch."""
+    k = loop.body.index(cut)
+    second = loop.body[k:]
+    written = sorted({s.target.array for s in ir.walk_stmts(second) if isinstance(s, ir.Assign)})
+    return [a for a in written if uses_array(loop.body[:k], a)]
+
+
+def _pipelined(program, name: str, n: int, cut: str, array, threads):
+    b = Builder(program)
+    label = f"pipeline {name} from {cut}"
+    threads = threads or os.cpu_count() or 1
+    if threads > 1:
+        factor = -(-n // (CHUNKS_PER_THREAD * threads))
+        before = {l.iterator for l in ir.loops(b.program)}
+        if factor < 2 or factor >= n or not b.maybe(f"split {name} by {factor}"):
+            return None
+        name = [l.iterator for l in ir.loops(b.program) if l.iterator not in before][-1]
+        label += f" in chunks of {factor}"
+    if array is not None:
+        taken = declared_names(b.program)
+        local = f"{array}t" if f"{array}t" not in taken else fresh(taken, f"{array}t")
+        before = {l.iterator for l in ir.loops(b.program)}
+        if not b.maybe(f"stage {array} at {name} as {local}"):
+            return None
+        store = [l.iterator for l in ir.loops(b.program) if l.iterator not in before]
+        row, _ = find_loop(b.program, name)
+        passes = [s.iterator for s in row.body if isinstance(s, ir.Loop)]
+        if len(store) != 1 or passes[-1:] != store or len(passes) < 2 \
+                or not b.maybe(f"fuse {passes[-2]} {store[0]}"):
+            return None
+        label += f" stage {array}"
+    if not b.maybe(f"pipeline {name} from {cut}"):
+        return None
+    if not _sink_past(b, name, cut):
+        return None
+    row, _ = find_loop(b.program, name)
+    k = next(i for i, s in enumerate(row.body) if isinstance(s, ir.Loop) and s.iterator == cut)
+    before = [s for s in row.body[:k] if isinstance(s, ir.Loop)]
+    if not before or not b.maybe(f"fuse {before[-1].iterator} {cut}"):
+        return None
+    finish(b, parallelize=threads > 1)
+    return Move(label, tuple(b.steps))
+
+
+def _sink_past(b: Builder, name: str, cut: str) -> bool:
+    """Move the statements between the first stage's last pass and the delayed pass ``cut``
+    (layernorm's ``var = var / M``) after ``cut`` (``reorder``, legal where no dependence
+    links them: they update this iteration's slot, ``cut`` reads the one before), so that
+    the two passes are adjacent; False when one cannot move."""
+    for _ in range(len(find_loop(b.program, name)[0].body)):
+        row, _ = find_loop(b.program, name)
+        k = next(i for i, s in enumerate(row.body) if isinstance(s, ir.Loop) and s.iterator == cut)
+        movable = [s for s in row.body[:k] if isinstance(s, (ir.Assign, ir.Loop))]
+        if not movable or isinstance(movable[-1], ir.Loop):
+            return True
+        ref = stmt_refs(b.program).get(id(movable[-1]))
+        if ref is None or not b.maybe(f"reorder {ref} {cut}"):
+            return False
+    return False
+
+
+__all__ = ["pipeline_moves"]

@@ -1,0 +1,66 @@
+"""The pipelined-rows macro (dojo_core/agents/pipelines.py): a loop whose body runs several
+passes over a row is pipelined at each cut, the statements between the passes moved after
+the delayed pass, and the two passes fused; with several threads the rows are split into
+chunks first; kernels without such a loop get no move; outputs unchanged, interpreted and
+compiled."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dojo_core import harness, interp
+from dojo_core.agents.macros import macro_moves
+from dojo_core.agents.pipelines import pipeline_moves
+from dojo_core.kernels import load_kernel, random_inputs
+from dojo_core.walks import replay
+
+ROWS = {"N": 6, "M": 40}
+
+
+def test_softmax_gets_a_move_per_cut_and_one_with_the_row_kept_in_a_local():
+    moves = pipeline_moves(load_kernel("softmax", ROWS), threads=1)
+    assert [m.label for m in moves] == [
+        "pipeline i from k", "pipeline i from l", "pipeline i from l stage Y"]
+    assert moves[2].steps[:4] == ("stage Y at i as Yt", "fuse l k1", "pipeline i from l",
+                                  "fuse k l")
+    assert "vectorize k" in moves[2].steps and "vectorize le" in moves[2].steps
+    assert not any(s.startswith("parallelize") for m in moves for s in m.steps)
+
+
+def test_statements_between_the_passes_move_after_the_delayed_pass():
+    moves = {m.label: m.steps for m in pipeline_moves(load_kernel("layernorm", ROWS), threads=1)}
+    # var = var / M updates this row's slot; the delayed pass l reads the row before's
+    assert moves["pipeline i from l"][:3] == ("pipeline i from l", "reorder s11 l", "fuse k l")
+
+
+def test_several_threads_share_chunks_of_rows():
+    moves = pipeline_moves(load_kernel("softmax", {"N": 64, "M": 40}), threads=2)
+    assert [m.label for m in moves][1] == "pipeline i from l in chunks of 8"   # 64 / (4 x 2)
+    assert moves[1].steps[:2] == ("split i by 8", "pipeline i1 from l")
+    assert moves[1].steps[-1] == "parallelize i0"
+
+
+def test_no_move_without_a_loop_of_two_passes():
+    assert pipeline_moves(load_kernel("matmul", {"M": 8, "N": 8, "K": 8}), threads=1) == []
+    assert pipeline_moves(load_kernel("relu"), threads=1) == []
+
+
+def test_the_macros_offer_it():
+    labels = [m.label for m in macro_moves(load_kernel("softmax", ROWS), threads=1)]
+    assert "pipeline i from l stage Y" in labels
+
+
+@pytest.mark.parametrize("name", ["softmax", "layernorm", "log_softmax", "rmsnorm", "attention"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_every_move_keeps_the_outputs_interpreted_and_compiled(name, threads):
+    program = load_kernel(name, {"N": 16, "M": 24} if name != "attention" else {"S": 16, "D": 8})
+    moves = pipeline_moves(program, threads=threads)
+    assert moves
+    inputs = random_inputs(program, 5)
+    want = interp.run(program, inputs)
+    for move in moves:
+        state = replay(program, list(move.steps))
+        got = interp.run(state, inputs)
+        for k in want:
+            np.testing.assert_allclose(got[k], want[k], rtol=2e-5, atol=1e-6, err_msg=move.label)
+        assert harness.verify(state, program, inputs, reference="interp")["verified"], move.label
