@@ -11,9 +11,10 @@ one after the other, the core waits for one resource, then for the other. Interl
 second stage of the row before beside the first stage of this one), both run at once.
 
 Variants, all from the program: every cut M (a loop of L's body after another loop); with
-and without a cache write of an array that the second stage writes and the first touches
-too (``stage A at L as At``, its store-back loop fused with the pass before it: the row
-stays in a local and is stored once, with streaming stores where the generator gives them);
+and without a cache write of an array that the second stage writes and either the first
+touches too or the second reads back (``stage A at L as At``, its store-back loop fused with
+the pass before it: the row stays in a local and is stored once, with streaming stores
+where the generator gives them);
 with more than one thread, L split first so that its outer part runs in parallel, in
 4 x threads chunks (the rule ``parallelize outer`` uses: at least 4 iterations to share).
 Nothing here is fitted to one kernel or one machine: the measurements decide.
@@ -48,11 +49,14 @@ def pipeline_moves(program, threads=None) -> list:
 
 
 def _cache_writable(loop, cut) -> list:
-    """Arrays that the passes from ``cut`` on write and the statements before it touch."""
+    """Arrays that the passes from ``cut`` on write and that the statements before it touch
+    or that the second stage reads back (softmax's Y, exponentiated, then scaled)."""
     k = loop.body.index(cut)
     second = loop.body[k:]
     written = sorted({s.target.array for s in ir.walk_stmts(second) if isinstance(s, ir.Assign)})
-    return [a for a in written if uses_array(loop.body[:k], a)]
+    read = {e.array for s in ir.walk_stmts(second) if isinstance(s, ir.Assign)
+            for e in ir.walk_expr(s.value) if isinstance(e, ir.Access)}
+    return [a for a in written if a in read or uses_array(loop.body[:k], a)]
 
 
 def _pipelined(program, name: str, n: int, cut: str, array, threads):

@@ -22,7 +22,8 @@ epilogue, with an `e`). A local of L's body that both stages use carries a value
 iteration to the next one's second stage, so it gets two slots, a new first dimension
 indexed by the iteration's parity ((L - lo) % 2): iteration L's first stage fills one slot
 while the second stage reads the other (modulo variable expansion). A local only one stage
-uses stays in that stage. Once the stages are adjacent, `fuse` can interleave the second
+uses keeps one slot, declared at the top of the loop's body (ahead of both stages, so that
+statements may move between them). Once the stages are adjacent, `fuse` can interleave the second
 stage of one row with the first stage of the next (softmax: the streaming stores of a row
 overlap the next row's exponentials instead of following them).
 
@@ -160,7 +161,7 @@ class Pipeline(Transformation):
                                 taken, "e")
         delayed = substitute_stmts(second, {loop_name: ir.BinOp("-", it, ir.Const(1))})
         steady = ir.Loop(loop_name, simplify(ir.BinOp("+", loop.lo, ir.Const(1))), loop.hi, (),
-                         only_first + first + only_second + delayed, loop.loc)
+                         only_first + only_second + first + delayed, loop.loc)
         return replace_at(program, path, [*decls, *prologue, steady, *epilogue])
 
 
