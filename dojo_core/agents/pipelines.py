@@ -16,7 +16,8 @@ touches too or the second reads back (``stage A at L as At``, its store-back loo
 the pass before it: the row stays in a local and is stored once, with streaming stores
 where the generator gives them);
 with more than one thread, L split first so that its outer part runs in parallel, in
-4 x threads chunks (the rule ``parallelize outer`` uses: at least 4 iterations to share).
+4 x threads chunks or more (the rule ``parallelize outer`` uses: at least 4 iterations to
+share), of the largest size that divides L's extent.
 Nothing here is fitted to one kernel or one machine: the measurements decide.
 """
 from __future__ import annotations
@@ -64,9 +65,12 @@ def _pipelined(program, name: str, n: int, cut: str, array, threads):
     label = f"pipeline {name} from {cut}"
     threads = threads or os.cpu_count() or 1
     if threads > 1:
-        factor = -(-n // (CHUNKS_PER_THREAD * threads))
+        # the largest chunk that divides n into 4 x threads chunks or more: a partial last
+        # chunk would leave the chunk loop without the constant extent pipeline needs
+        factor = max((f for f in range(2, n // (CHUNKS_PER_THREAD * threads) + 1) if n % f == 0),
+                     default=None)
         before = {l.iterator for l in ir.loops(b.program)}
-        if factor < 2 or factor >= n or not b.maybe(f"split {name} by {factor}"):
+        if factor is None or not b.maybe(f"split {name} by {factor}"):
             return None
         name = [l.iterator for l in ir.loops(b.program) if l.iterator not in before][-1]
         label += f" in chunks of {factor}"

@@ -42,6 +42,9 @@ def test_several_threads_share_chunks_of_rows():
     assert [m.label for m in moves][2] == "pipeline i from l in chunks of 8"   # 64 / (4 x 2)
     assert moves[2].steps[:2] == ("split i by 8", "pipeline i1 from l")
     assert moves[2].steps[-1] == "parallelize i0"
+    # 60 rows, 3 threads: 12 chunks or more, of a size that divides 60 (5: 12 chunks)
+    moves = pipeline_moves(load_kernel("softmax", {"N": 60, "M": 40}), threads=3)
+    assert moves[2].steps[:2] == ("split i by 5", "pipeline i1 from l")
 
 
 def test_no_move_without_a_loop_of_two_passes():
