@@ -107,3 +107,20 @@ for i in 0..M:
     for k in 0..K:
       C[i, j] += A[i, k] * B[k, j]
 """
+
+
+# softmax's three row passes (max, exp + sum, scale) at small sizes
+SOFTMAX_ROWS = kernel_text("rows(N = 6, M = 64)", "in X: f32[N, M]; out Y: f32[N, M]", """\
+for i in 0..N:
+  local m: f32
+  local s: f32
+  m = -inf
+  for j in 0..M:
+    m max= X[i, j]
+  s = 0
+  for k in 0..M:
+    Y[i, k] = exp(X[i, k] - m)
+    s += Y[i, k]
+  for l in 0..M:
+    Y[i, l] = Y[i, l] / s
+""")

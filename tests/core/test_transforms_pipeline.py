@@ -21,25 +21,10 @@ from dojo_core.printer import print_program
 from dojo_core.transforms import REGISTRY, apply_step
 from dojo_core.walks import random_walk
 
-from kernels_text import kernel_text, with_body, matmul_text
+from kernels_text import SOFTMAX_ROWS as ROWS, kernel_text, with_body, matmul_text
 from transform_checks import applied, assert_refused, assert_same_outputs
 
 # softmax's three passes over a row
-ROWS = kernel_text("rows(N = 6, M = 64)", "in X: f32[N, M]; out Y: f32[N, M]", """\
-for i in 0..N:
-  local m: f32
-  local s: f32
-  m = -inf
-  for j in 0..M:
-    m max= X[i, j]
-  s = 0
-  for k in 0..M:
-    Y[i, k] = exp(X[i, k] - m)
-    s += Y[i, k]
-  for l in 0..M:
-    Y[i, l] = Y[i, l] / s
-""")
-
 ROWS_PIPELINED = """\
 local s: f32[2]
 local mp: f32

@@ -20,25 +20,10 @@ from dojo_core.printer import print_program
 from dojo_core.transforms import REGISTRY, actions, scope
 from dojo_core.walks import random_walk
 
-from kernels_text import kernel_text, with_body
+from kernels_text import SOFTMAX_ROWS as ROWS, kernel_text, with_body
 from transform_checks import applied, assert_refused, assert_same_outputs
 
 # softmax's three passes over a row; Y is written, then read back by the last pass
-ROWS = kernel_text("rows(N = 6, M = 64)", "in X: f32[N, M]; out Y: f32[N, M]", """\
-for i in 0..N:
-  local m: f32
-  local s: f32
-  m = -inf
-  for j in 0..M:
-    m max= X[i, j]
-  s = 0
-  for k in 0..M:
-    Y[i, k] = exp(X[i, k] - m)
-    s += Y[i, k]
-  for l in 0..M:
-    Y[i, l] = Y[i, l] / s
-""")
-
 ROWS_STAGED = """\
 for i in 0..N:
   local Yt: f32[M]
