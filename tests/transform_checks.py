@@ -1,6 +1,6 @@
 """Shared checks of the transformation tests: apply steps with the checker after each,
 compare a transformed program's outputs with the original's on the interpreter, check a
-refusal's reason, walk at random, and find sizes small enough to test a library schedule at."""
+refusal's reason, walk at random (and check a walk's outputs), and find sizes small enough to test a library schedule at."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +12,7 @@ from dojo_core.kernels import random_inputs
 from dojo_core.parser import parse
 from dojo_core.printer import print_program
 from dojo_core.transforms import REGISTRY, NotApplicable, apply_step, explain
-from dojo_core.walks import replay
+from dojo_core.walks import random_walk, replay
 
 
 def applied(text: str, *steps):
@@ -30,6 +30,15 @@ def assert_same_outputs(before, after, seed: int = 3, rtol: float = 2e-4, atol: 
     want, got = interp.run(before, x), interp.run(after, x)
     for k in want:
         np.testing.assert_allclose(got[k], want[k], rtol=rtol, atol=atol)
+
+
+def assert_walk_keeps_outputs(original, first, seed: int, steps: int = 6):
+    """``first`` (a program transformed from ``original``) checks clean, and so does a random
+    walk of ``steps`` legal actions from it, whose outputs are the original's."""
+    assert check(first) == []
+    texts, final = random_walk(first, steps, seed)
+    assert check(final) == [], texts
+    assert_same_outputs(original, final)
 
 
 def assert_refused(program, step: str, reason: str):
