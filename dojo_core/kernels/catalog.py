@@ -118,7 +118,7 @@ _ENTRIES = [
     # ------------------------------------------------------------------ normalization
     KernelInfo(
         "softmax", "Row softmax", "normalization", ref.softmax, *_per_element(5, 2),
-        {"N": 16, "M": 64}, {"N": 7, "M": 33}, _SOFTMAX_X),
+        {"N": 32, "M": 64}, {"N": 7, "M": 33}, _SOFTMAX_X),
     KernelInfo(
         "log_softmax", "Row log-softmax", "normalization", ref.log_softmax,
         lambda s: 6 * s["N"] * s["M"] + s["N"],

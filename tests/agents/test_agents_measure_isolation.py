@@ -22,7 +22,7 @@ from dojo_core.records import program_hash
 from dojo_core.replay_cache import SHARED
 
 ROOT = Path(__file__).resolve().parents[2]
-# sizes at which every target's .steps applies (softmax.x86-avx2.steps splits the rows by 16)
+# sizes at which every target's .steps applies (softmax.steps splits the rows by 16)
 SMALL = {"softmax": {"N": 32, "M": 16}, "layernorm": {"N": 8, "M": 16}}
 BIG_SOFTMAX = {"N": 512, "M": 1024}                 # 2 MiB arrays: a different heap history
 SOFTMAX_STEPS = ("split i by 4",)
