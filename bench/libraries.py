@@ -49,9 +49,11 @@ from each contender's best repetition, which another process on the machine dist
 The machine's peak is measured in the same run: an FMA microbenchmark (independent chains of
 vector FMAs at each target's vector width, compiled by the harness's compiler with the
 target's flags; the best of many ~2 ms runs, since a peak is a capability) and a copy
-microbenchmark (64 MiB buffer, C, OpenMP; GB/s counting the bytes read and written, best of
-several, and at t threads never less than at fewer threads); ``%pk`` is the figure as a
-fraction of the FMA peak (GFLOP/s) or of the copy bandwidth (GB/s) at the same thread count.
+microbenchmark (C, OpenMP; GB/s counting the bytes read and written, best of several, and at
+t threads never less than at fewer threads), of a 64 MiB buffer and of a buffer of each GB/s
+case's footprint (half its bytes: softmax copies 16 MiB); ``%pk`` is the figure as a fraction
+of the FMA peak (GFLOP/s) or of the copy of the same footprint (GB/s) at the same thread count
+(a copy that fits in a large L3 runs twice as fast as one that does not).
 The load average is printed at the start and the end: these machines are shared, and a
 second thread is worth little while another process holds a core.
 
@@ -132,6 +134,28 @@ def print_table(results, key: str) -> None:
               f"{fmt_pct(ratio(v['torch'], pk))}  {ok}; {libs}")
 
 
+def copy_buffer_bytes(work_bytes: int) -> int:
+    """The buffer of the copy that moves a memory-bound case's bytes: half of them read,
+    half written (softmax: X and Y), rounded to whole MiB."""
+    return max(1, round(work_bytes / 2 / (1 << 20))) << 20
+
+
+def same_footprint_copies(lib, cases, threads) -> dict:
+    """Copy bandwidth (``copy_bandwidth``) at the footprint of each GB/s case, by buffer
+    bytes: whether the arrays fit in a cache decides what a copy reaches (on a Xeon with a
+    large L3: 28 GB/s at 16 MiB, 13 at 64 MiB, one thread), so a kernel is compared with a
+    copy of the same bytes."""
+    sizes = {copy_buffer_bytes(info(kname).bytes(load_kernel(kname, sz).size_values))
+             for _, kname, sz, unit in cases if unit == "GB/s"}
+    out = {}
+    for size in sorted(sizes):
+        at = {t: copy_bandwidth(lib, t, buffer_bytes=size) for t in threads}
+        for t in threads:
+            at[t]["peak"] = max(at[u]["best"] for u in threads if u <= t)
+        out[size] = at
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", metavar="FILE", help="write the results as JSON to FILE")
@@ -184,11 +208,15 @@ def main(argv=None) -> int:
     copy = {t: copy_bandwidth(peaks_lib, t) for t in threads}
     for t in threads:       # t threads can always do what fewer did (a loaded core)
         copy[t]["peak"] = max(copy[u]["best"] for u in threads if u <= t)
+    copy_at = same_footprint_copies(peaks_lib, cases, threads)
     for t in threads:
         fma_text = "; ".join(f"FMA {tg} {f[t]['best']:.1f} GFLOP/s (median of runs "
                              f"{f[t]['median']:.1f})" for tg, f in fmas.items())
+        at_text = "".join(f"; copy {size >> 20} MiB {c[t]['best']:.1f} (median "
+                          f"{c[t]['median']:.1f}; peak used: {c[t]['peak']:.1f})"
+                          for size, c in sorted(copy_at.items()))
         print(f"peak, {t} thread(s): {fma_text}; copy 64 MiB {copy[t]['best']:.1f} GB/s "
-              f"(median {copy[t]['median']:.1f}; peak used: {copy[t]['peak']:.1f})")
+              f"(median {copy[t]['median']:.1f}; peak used: {copy[t]['peak']:.1f}){at_text}")
 
     # ---------------------------------------------------------------- workers
     host = get_target(None)
@@ -276,7 +304,8 @@ def main(argv=None) -> int:
                                     "value": work / med / 1e9}
                     else:
                         row[who] = None
-                peak = fma[t]["best"] if unit == "GFLOP/s" else copy[t]["peak"]
+                peak = (fma[t]["best"] if unit == "GFLOP/s"
+                        else copy_at[copy_buffer_bytes(work)][t]["peak"])
                 val = {w: (row[w]["value"] if row.get(w) else None)
                        for w in ("naive", "steps", "numpy", "torch")}
                 row["steps_vs_numpy"] = val["steps"] / val["numpy"] if val["numpy"] else None
@@ -307,7 +336,7 @@ def main(argv=None) -> int:
     print()
     print("naive: untransformed kernel (sequential, timed at 1 thread); steps: NAME.steps; "
           "st/np, st/pt: steps / numpy, steps / torch;")
-    print("%pk: of the measured FMA peak (GFLOP/s rows) or 64 MiB copy bandwidth (GB/s rows) "
+    print("%pk: of the measured FMA peak (GFLOP/s rows) or same-footprint copy bandwidth (GB/s rows) "
           "at that thread count (best runs); check: steps vs untransformed")
     print("(ok = within tolerance), library outputs vs steps outputs as worst error / "
           "tolerance (<= 1 agrees).")
@@ -329,7 +358,9 @@ def main(argv=None) -> int:
             "peaks": {"fma_gflops": {str(t): fmas[targets[0].name][t] for t in threads},
                       "fma_gflops_by_target": {n: {str(t): f[t] for t in threads}
                                                for n, f in fmas.items()},
-                      "copy_gbs": {str(t): copy[t] for t in threads}},
+                      "copy_gbs": {str(t): copy[t] for t in threads},
+                      "copy_gbs_at_footprint": {str(size): {str(t): c[t] for t in threads}
+                                                for size, c in copy_at.items()}},
             "libraries": {str(t): workers_of[targets[0].name][t].hello for t in threads},
             "libraries_env": envs,
             "rounds": args.rounds, "min_time": args.min_time,

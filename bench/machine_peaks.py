@@ -103,9 +103,10 @@ def fma_peak(lib, threads: int, iters: int, runs: int = 150) -> dict:
             "iters": iters}
 
 
-def copy_bandwidth(lib, threads: int, runs: int = 30) -> dict:
-    """GB/s of copying a 64 MiB float buffer (bytes read and written), best of ``runs``."""
-    n = (64 << 20) // 4
+def copy_bandwidth(lib, threads: int, runs: int = 30, buffer_bytes: int = 64 << 20) -> dict:
+    """GB/s of copying a float buffer of ``buffer_bytes`` (64 MiB unless given) into another
+    (bytes read and written), best of ``runs``."""
+    n = buffer_bytes // 4
     src, dst = aligned_empty((n,), np.float32), aligned_empty((n,), np.float32)
     src[...] = 1.0
     dst[...] = 0.0
