@@ -71,8 +71,8 @@ def test_matmul_schedule_has_the_structure_of_an_optimized_gemm():
     from dojo_core.printer import print_program
     text = print_program(replay(load_kernel("matmul"), _texts("matmul")))
     assert "parallel" in text                           # a parallel outer loop
-    assert "local Bt: f32[K, 32]" in text               # a packed panel of B
-    assert "local acc: f32[8, 32] in register" in text  # a register tile
+    assert "local Bt: f32[K, 64]" in text               # a packed panel of B
+    assert "local acc: f32[6, 64] in register" in text  # a register tile
     assert " vector:" in text and " unroll:" in text    # a vectorized, unrolled micro-kernel
 
 
