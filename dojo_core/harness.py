@@ -221,11 +221,26 @@ def _realign(a: np.ndarray) -> np.ndarray:
     return b
 
 
+# A measuring child calls no BLAS. With one thread OpenBLAS starts no pool: its threads
+# spin for about 0.1 s after the import, on the cores the kernel's threads are being timed on
+# (seen on a 2-core machine, where they took a tenth of the samples of a 2-thread timing).
+SINGLE_THREADED_BLAS = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                        "BLIS_NUM_THREADS": "1"}
+
+
+def child_environment() -> dict:
+    """The environment of a measuring child: this process's, with ``dojo_core`` importable
+    and the BLAS libraries single-threaded (``SINGLE_THREADED_BLAS``; the kernel's own OpenMP
+    threads are set per job, not through the environment)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, **SINGLE_THREADED_BLAS}
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
 def _in_child(lib: Library, arrays, job: dict, timeout: float):
     """Run a job in a fresh Python process (killed after timeout seconds)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env = child_environment()
     with tempfile.TemporaryDirectory(prefix="dojo-run-") as tmp:
         result_path = os.path.join(tmp, "result.pickle")
         payload = pickle.dumps({**job, "path": lib.path, "arrays": list(arrays),
@@ -385,4 +400,5 @@ def verify(program: ir.Program, reference_program: ir.Program, inputs: dict, tar
 
 
 __all__ = ["Library", "RunError", "CompileError", "build", "run_c", "measure", "verify",
-           "compare", "prepare", "estimated_work", "aligned_empty", "TOLERANCE", "CTYPES"]
+           "compare", "prepare", "estimated_work", "aligned_empty", "child_environment",
+           "TOLERANCE", "CTYPES"]

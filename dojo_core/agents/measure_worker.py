@@ -109,9 +109,8 @@ class MeasureWorker:
         self._lock = threading.Lock()
 
     def _start(self) -> None:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        from ..harness import child_environment
+        env = child_environment()
         self._proc = subprocess.Popen(
             [sys.executable, "-c", "from dojo_core.agents.measure_worker import serve; serve()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,

@@ -155,3 +155,23 @@ def test_bench_times_each_kernels_comparison_in_a_fresh_child(monkeypatch, tmp_p
         assert entry["baseline_s"] and entry["steps_s"]
         row = entry["agents"]["greedy"]["budgets"]["3"]
         assert row["median_s"] and row["speedup"] == pytest.approx(entry["baseline_s"] / row["median_s"])
+
+
+def test_measuring_child_runs_blas_single_threaded(monkeypatch):
+    """The measuring child calls no BLAS, so OpenBLAS there gets one thread (no pool whose
+    threads spin beside the kernel's), whatever the parent's environment asks for."""
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    root = load_kernel("softmax", SMALL["softmax"])
+    inputs = random_inputs(root, 0)
+    want = {k: v.copy() for k, v in harness.run_c(root, inputs).items()}
+    worker = MeasureWorker()
+    try:
+        answer = worker.measure(timeout=60, **_job(root, root, inputs, want,
+                                                   {"min_time": 0.0, "min_reps": 1, "warmup": 0,
+                                                    "threads": 1, "flush_cache": False}))
+        assert answer.get("verified"), answer
+        environ = Path(f"/proc/{worker._proc.pid}/environ").read_bytes().split(b"\0")
+    finally:
+        worker.close()
+    assert b"OPENBLAS_NUM_THREADS=1" in environ
+    assert b"OPENBLAS_NUM_THREADS=2" not in environ
