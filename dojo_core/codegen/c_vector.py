@@ -148,8 +148,9 @@ class VectorLowering(VectorHelpers):
         gen, v = self.gen, loop.iterator
         count = (end - start) // lanes
         nred = kinds.count("reduce")
-        # at most a register budget of accumulators in all (a third or half of the file)
-        budget = 16 if gen.target.vector_bytes >= 64 else 8
+        # accumulators in all: at most half of the target's vector registers (the body's
+        # operands and constants keep the other half)
+        budget = gen.target.vector_registers // 2
         nacc = max(1, min(ACCUMULATORS, count, budget // max(1, nred)))
         reds = []                  # (stmt, T, [accumulator names]) per reduction
         for stmt, kind in zip(loop.body, kinds):

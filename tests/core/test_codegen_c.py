@@ -188,6 +188,38 @@ for i in 0..N:
 """
 
 
+FOUR_REDUCTIONS = """\
+kernel four(N = 4, M = 256)
+in  X: f32[N, M]
+out s: f32[N]
+out m: f32[N]
+out n: f32[N]
+out p: f32[N]
+
+for i in 0..N:
+  s[i] = 0
+  m[i] = -inf
+  n[i] = inf
+  p[i] = 0
+  for j in 0..M vector:
+    s[i] += X[i, j]
+    m[i] max= X[i, j]
+    n[i] min= X[i, j]
+    p[i] += X[i, j] * 2
+"""
+
+
+@pytest.mark.parametrize("target,per_reduction", [("x86-avx512", 4), ("arm-neon", 4),
+                                                  ("riscv-rvv", 4), ("x86-avx2", 2)])
+def test_vector_accumulators_take_half_of_the_targets_registers(target, per_reduction):
+    """Four reductions in one vector loop share half of the target's vector registers as
+    accumulators: four each where there are 32 registers (AVX-512, NEON, RVV), two each
+    with AVX2's 16."""
+    import re
+    text = generate_c(load_source(FOUR_REDUCTIONS), target)
+    assert len(set(re.findall(r"\bdojo_acc\d+\b", text))) == 4 * per_reduction
+
+
 def test_vector_reductions_use_independent_accumulators():
     """179 = 11 x 16 (two trips of 4 iterations into 4 accumulators, then 3 into the first
     ones) + 3 lanes of the scalar remainder; NaN still propagates through max/min."""
