@@ -140,20 +140,25 @@ def copy_buffer_bytes(work_bytes: int) -> int:
     return max(1, round(work_bytes / 2 / (1 << 20))) << 20
 
 
-def same_footprint_copies(lib, cases, threads) -> dict:
-    """Copy bandwidth (``copy_bandwidth``) at the footprint of each GB/s case, by buffer
-    bytes: whether the arrays fit in a cache decides what a copy reaches (on a Xeon with a
-    large L3: 28 GB/s at 16 MiB, 13 at 64 MiB, one thread), so a kernel is compared with a
-    copy of the same bytes."""
-    sizes = {copy_buffer_bytes(info(kname).bytes(load_kernel(kname, sz).size_values))
-             for _, kname, sz, unit in cases if unit == "GB/s"}
+def copies(lib, buffer_sizes, threads) -> dict:
+    """Copy bandwidth (``copy_bandwidth``) of each buffer size at each thread count, by
+    buffer bytes; each entry's ``peak`` is the best at that many threads or fewer (t threads
+    can always do what fewer did: a loaded core)."""
     out = {}
-    for size in sorted(sizes):
+    for size in sorted(set(buffer_sizes)):
         at = {t: copy_bandwidth(lib, t, buffer_bytes=size) for t in threads}
         for t in threads:
             at[t]["peak"] = max(at[u]["best"] for u in threads if u <= t)
         out[size] = at
     return out
+
+
+def same_footprint_copies(lib, cases, threads) -> dict:
+    """``copies`` at the footprint of each GB/s case: whether the arrays fit in a cache
+    decides what a copy reaches (on a Xeon with a large L3: 28 GB/s at 16 MiB, 13 at 64 MiB,
+    one thread), so a kernel is compared with a copy of the same bytes."""
+    return copies(lib, [copy_buffer_bytes(info(kname).bytes(load_kernel(kname, sz).size_values))
+                        for _, kname, sz, unit in cases if unit == "GB/s"], threads)
 
 
 def main(argv=None) -> int:
@@ -205,9 +210,7 @@ def main(argv=None) -> int:
         peaks_lib = load_peaks_lib(tg)
         iters = fma_iters(peaks_lib)
         fmas[tg.name] = {t: fma_peak(peaks_lib, t, iters) for t in threads}
-    copy = {t: copy_bandwidth(peaks_lib, t) for t in threads}
-    for t in threads:       # t threads can always do what fewer did (a loaded core)
-        copy[t]["peak"] = max(copy[u]["best"] for u in threads if u <= t)
+    copy = copies(peaks_lib, [64 << 20], threads)[64 << 20]
     copy_at = same_footprint_copies(peaks_lib, cases, threads)
     for t in threads:
         fma_text = "; ".join(f"FMA {tg} {f[t]['best']:.1f} GFLOP/s (median of runs "
