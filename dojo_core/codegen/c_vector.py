@@ -4,7 +4,10 @@ auto-vectorizer (PERF.md: gcc 12 left an ``omp simd`` register tile scalar).
 A ``vector`` loop is lowered when it is innermost with constant bounds, every statement's
 context type has one element width (f32/i32 or f64/i64; f16, bf16 and i8 targets are not
 lowered), and every access is unit-stride in the loop's iterator (a vector load/store
-through ``__builtin_memcpy``, so no alignment is assumed) or invariant in it (a broadcast).
+through ``__builtin_memcpy``, so no alignment is assumed) or invariant in it (a broadcast),
+or, where the target's ISA gathers (``Target.vector_gathers``: x86 from AVX2 on), a read of
+constant stride in it (one ``vgatherdps``/``vgatherdpd``: a transposing copy such as
+attention's staged K^T stores whole vectors instead of one element at a time).
 An i8 array read in an i32 or i64 statement is loaded as int8 lanes and widened with
 ``__builtin_convertvector`` (C's integer promotion: the int8 x int8 -> int32 matmul). Targets
 that are invariant must be reductions (``+= *= max= min=``), accumulated in vector registers
@@ -304,6 +307,9 @@ class VectorLowering(VectorHelpers):
             c = flat_coef(buf, expr.indices, v, sizes)
             D = context_type(buf.dtype)
             widen = buf.dtype == "i8" and T in ("i32", "i64")    # i8 lanes, promoted
+            if self._gathers(c, D, T, lanes):
+                return "v", f"{self._helper('gather', D, lanes)}(&{gen.ex.lvalue(expr)}, {c})", \
+                    PRIMARY
             if c != 1 or buf.dtype == "f16" or (ITEMSIZE[D] != ITEMSIZE[T] and not widen) \
                     or (buf.dtype == "i8" and not widen):
                 raise _NoVector()
@@ -329,6 +335,15 @@ class VectorLowering(VectorHelpers):
         if isinstance(expr, ir.Call):
             return self._vcall(expr, T, lanes, v, it)
         raise _NoVector()
+
+    def _gathers(self, stride, D: str, T: str, lanes: int) -> bool:
+        """Whether an operand of element type D whose flattened index moves by ``stride``
+        per lane is read with a gather: a constant stride other than 0 and 1, f32 or f64
+        lanes of the statement's type, lane offsets that fit the instruction's 32-bit
+        indices, and a target whose ISA gathers (``Target.vector_gathers``)."""
+        return (isinstance(stride, int) and stride not in (0, 1) and D == T
+                and T in ("f32", "f64") and self.gen.target.vector_gathers
+                and abs(stride) * (lanes - 1) < 2 ** 31)
 
     def _widen(self, T: str, lanes: int) -> str:
         """Name of a helper that loads ``lanes`` int8 values and sign-extends them to T

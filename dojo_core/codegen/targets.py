@@ -125,6 +125,13 @@ class Target:
             return 32 if self.vector_bytes >= 64 else 16
         return 32 if self.arch in ("aarch64", "riscv64") else 16
 
+    @property
+    def vector_gathers(self) -> bool:
+        """Whether the ISA loads a vector from strided addresses in one instruction at the
+        generated width: x86 from AVX2 on (``vgatherdps``/``vgatherdpd``; AVX-512F at 64
+        bytes). The vector lowering then reads a strided operand with a gather."""
+        return self.arch == "x86_64" and self.vector_bytes >= 32
+
     def libmvec_name(self, cfunc: str, nbytes: int, nargs: int = 1):
         """The libmvec symbol of cfunc on vectors of nbytes bytes, or None."""
         if cfunc not in self.libmvec:

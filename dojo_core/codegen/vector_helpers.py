@@ -85,6 +85,8 @@ class VectorHelpers:
   return {portable};
 #endif
 }}""")
+        if kind == "gather":
+            return self.need(name, 1, self._gather_text(name, t, lanes))
         if kind == "vabs":
             mask = "0x7fffffff" if ITEMSIZE[t] == 4 else "INT64_C(0x7fffffffffffffff)"
             if t.startswith("i"):
@@ -130,6 +132,35 @@ class VectorHelpers:
             return self.need(name, 2, lane_loop.format(R=V, n=name, V=V, init="a", L=lanes,
                                                        body=f"r[l] = {fn}(a[l])"))
         raise KeyError(kind)
+
+    def _gather_text(self, name: str, t: str, lanes: int) -> str:
+        """A load of lanes p[0], p[s], ..., p[(lanes - 1) s]: one x86 gather where the width
+        has one (AVX2 at 16 and 32 bytes, AVX-512F at 64), else lane by lane. The offsets
+        are 32-bit (the caller checks that they fit); with a constant s, gcc folds them."""
+        V, C, nb = self.vt(t, lanes), CTYPES[t], lanes * ITEMSIZE[t]
+        portable = f"{V} r; for (int l = 0; l < {lanes}; ++l) r[l] = p[l * s]; return r;"
+        sfx, scale = ("ps", 4) if t == "f32" else ("pd", 8)
+        if nb == 64:
+            isa, prefix = "__AVX512F__", "_mm512" if t == "f32" else "_mm256"
+        elif nb in (16, 32):
+            isa, prefix = "__AVX2__", "_mm256" if t == "f32" and nb == 32 else "_mm"
+        else:
+            return f"static inline {V} {name}(const {C} *p, int64_t s) {{ {portable} }}"
+        self.need("0immintrin", -1, IMMINTRIN)
+        idx_lanes = lanes if t == "f32" else max(4, lanes)
+        iota = ", ".join(str(k) for k in range(idx_lanes))
+        idx = f"{prefix}_mullo_epi32({prefix}_setr_epi32({iota}), {prefix}_set1_epi32((int)s))"
+        vec = {16: "_mm", 32: "_mm256", 64: "_mm512"}[nb]
+        call = (f"{vec}_i32gather_{sfx}({idx}, p, {scale})" if nb == 64 else
+                f"{vec}_i32gather_{sfx}(p, {idx}, {scale})")
+        return f"""static inline {V} {name}(const {C} *p, int64_t s)
+{{
+#if defined({isa}) && !defined(DOJO_PORTABLE)
+  return ({V}){call};
+#else
+  {portable}
+#endif
+}}"""
 
     def _vexpf(self, lanes: int) -> str:
         """Name of the inline vector expf on f32 x lanes (``c_math``), its text registered."""
