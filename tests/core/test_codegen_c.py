@@ -407,9 +407,10 @@ def test_strided_operand_of_a_vector_loop_is_a_gather_where_the_isa_has_one(
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 def test_gathered_column_sums_match_the_interpreter(dtype):
     """Compiled for this machine (gathers where its ISA has them: the instruction or the
-    lane-by-lane fallback), the column sums match the interpreter; the 27 rows run as full
-    vectors, halves and a scalar tail."""
-    program = load_source(kernel_text("colsum(N = 27, M = 20)",
+    lane-by-lane fallback), the column sums match the interpreter; the 30 rows run as full
+    vectors and every narrower width down to 16 bytes (f32 with AVX-512: 16 + 8 + 4 lanes),
+    then a scalar tail."""
+    program = load_source(kernel_text("colsum(N = 30, M = 20)",
                                       f"in X: {dtype}[N, M]; out s: {dtype}[M]", COLUMN_SUMS))
     assert ("gather" in generate_c(program, HOST)) == HOST.vector_gathers
     assert_matches_interp(program, opt=None)
