@@ -307,7 +307,7 @@ class VectorLowering(VectorHelpers):
             c = flat_coef(buf, expr.indices, v, sizes)
             D = context_type(buf.dtype)
             widen = buf.dtype == "i8" and T in ("i32", "i64")    # i8 lanes, promoted
-            if self._gathers(c, D, T, lanes):
+            if self._read_by_gather(c, D, T, lanes):
                 return "v", f"{self._helper('gather', D, lanes)}(&{gen.ex.lvalue(expr)}, {c})", \
                     PRIMARY
             if c != 1 or buf.dtype == "f16" or (ITEMSIZE[D] != ITEMSIZE[T] and not widen) \
@@ -336,7 +336,7 @@ class VectorLowering(VectorHelpers):
             return self._vcall(expr, T, lanes, v, it)
         raise _NoVector()
 
-    def _gathers(self, stride, D: str, T: str, lanes: int) -> bool:
+    def _read_by_gather(self, stride, D: str, T: str, lanes: int) -> bool:
         """Whether an operand of element type D whose flattened index moves by ``stride``
         per lane is read with a gather: a constant stride other than 0 and 1, f32 or f64
         lanes of the statement's type, lane offsets that fit the instruction's 32-bit
