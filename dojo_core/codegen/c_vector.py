@@ -13,7 +13,9 @@ An i8 array read in an i32 or i64 statement is loaded as int8 lanes and widened 
 that are invariant must be reductions (``+= *= max= min=``), accumulated in vector registers
 and reduced horizontally (a tree of halves) after the loop; up to ``ACCUMULATORS``
 independent accumulators per reduction (consecutive vector iterations go to different
-ones, so no single dependency chain limits the loop), combined pairwise after it. The loop
+ones, so no single dependency chain limits the loop), combined pairwise after it: as many
+as the body's own operations do not hide (``body_ops``: a sum of loads gets four, a body
+with the inline exp one) and at most half of the target's vector registers in all. The loop
 runs in segments of the widest vector that fits the extent (the target's width, then halves
 down to 8 bytes, 16 with a reduction), then a scalar remainder: the tail of a 46-wide f32
 register tile is 16 + 16 + 8 + 4 + 2 lanes, not two scalar columns (k2mm f32, PolyBench
@@ -34,7 +36,9 @@ for the line of that element at each vector iteration that starts a cache line
 Measured on Zen 5 (softmax 4096 x 1024, one thread, best repetitions): the inline exp, 4
 accumulators and the reciprocal took the ``.steps`` schedule from 11-12 GB/s (libmvec, one
 accumulator, division) to about 24 GB/s; with libmvec instead of the inline exp it is 12-15
-GB/s.
+GB/s. One accumulator instead of four for the max and the sum of the softmax schedule's
+fused pass (with the exp), Zen 3 with AVX2 (16 registers: four each spilled the sums),
+one thread, best of 300 calls, alternating: 1.86-1.99 ms against 2.00-2.01.
 """
 from __future__ import annotations
 
@@ -63,6 +67,44 @@ class _NoVector(Exception):
 
 _IDENTITY = {"+=": 0, "*=": 1, "max=": float("-inf"), "min=": float("inf")}
 ACCUMULATORS = 4            # independent vector accumulators per reduction (extent allowing)
+# Vector operations that must be in flight to hide one accumulator's chain: a combine's
+# latency (about four cycles for a floating-point add) times the two vector operations a
+# cycle that cores of this class issue. A body of that many operations per vector iteration
+# hides its own chain, and further accumulators only take registers from it.
+OPS_IN_FLIGHT = 8
+# what one vector operation of the body counts as: a function call's inline expansion (the
+# polynomial exp: reduction, six FMAs, range test and scaling) or library call, and a
+# max/min combine (the NaN fix-up: max, compare, blend)
+CALL_OPS = 20
+MAXMIN_OPS = 3
+
+
+def _operations(expr, seen: set) -> int:
+    """Vector operations of ``expr`` not already in ``seen`` (the C compiler computes a
+    repeated subexpression once; indices are not counted)."""
+    if not isinstance(expr, (ir.BinOp, ir.Neg, ir.Call)) or expr in seen:
+        return 0
+    seen.add(expr)
+    if isinstance(expr, ir.BinOp):
+        return 1 + _operations(expr.lhs, seen) + _operations(expr.rhs, seen)
+    if isinstance(expr, ir.Neg):
+        return 1 + _operations(expr.operand, seen)
+    own = CALL_OPS if expr.func in MVEC_FUNCTIONS else \
+        MAXMIN_OPS if expr.func in ("max", "min") else 1
+    return own + sum(_operations(a, seen) for a in expr.args)
+
+
+def body_ops(loop: ir.Loop) -> int:
+    """Vector operations of one vector iteration of ``loop``'s body: the distinct operations
+    of its statements' values plus each statement's combine (a store; a reduction, where
+    ``max=``/``min=`` cost their NaN fix-up and ``+=`` of a product is one FMA with it)."""
+    seen, ops = set(), 0
+    for s in loop.body:
+        if isinstance(s, ir.Assign):
+            ops += _operations(s.value, seen)
+            fused = s.op == "+=" and isinstance(s.value, ir.BinOp) and s.value.op == "*"
+            ops += MAXMIN_OPS if s.op in ("max=", "min=") else 0 if fused else 1
+    return ops
 
 
 class VectorLowering(VectorHelpers):
@@ -154,7 +196,10 @@ class VectorLowering(VectorHelpers):
         # accumulators in all: at most half of the target's vector registers (the body's
         # operands and constants keep the other half)
         budget = gen.target.vector_registers // 2
-        nacc = max(1, min(ACCUMULATORS, count, budget // max(1, nred)))
+        # and no more than the body needs to hide the accumulators' chains (a body with the
+        # inline exp hides its own: more accumulators only spill the exp's constants)
+        hide = 1 << (-(-OPS_IN_FLIGHT // max(1, body_ops(loop))) - 1).bit_length()
+        nacc = max(1, min(ACCUMULATORS, hide, count, budget // max(1, nred)))
         reds = []                  # (stmt, T, [accumulator names]) per reduction
         for stmt, kind in zip(loop.body, kinds):
             if kind == "reduce":

@@ -8,6 +8,7 @@ pytest tests/core/test_codegen_c.py -k golden --update-goldens.
 from __future__ import annotations
 
 import platform
+import re
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -15,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dojo_core import harness, interp
+from dojo_core import harness, interp, ir
 from dojo_core.codegen import TARGETS, detect_host_target, generate_c
+from dojo_core.codegen.c_vector import body_ops
 from dojo_core.codegen.targets import target_from_cpuinfo
 from dojo_core.compile import find_compiler
 from dojo_core.interp.runtime import erf as erf64
@@ -140,10 +142,10 @@ def test_vector_loop_uses_vector_types_and_remainder():
     program = load_source(VEC)
     text = generate_c(program, "x86-avx512")
     assert "typedef float dojo_f32x16 __attribute__((vector_size(64)));" in text
-    # 37 = 2 x 16 (one trip of two vector iterations, each reduction into two accumulators)
-    # + 1 x 4 + 1 scalar iteration
-    assert "for (int64_t j = 0; j < 32; j += 32)" in text and "&X[i * M + j + 16]" in text
-    assert "dojo_acc1 = dojo_acc1 + dojo_acc2;" in text
+    # 37 = 2 x 16 (two vector iterations, each reduction into one accumulator: the body
+    # with the exp hides the chains by itself) + 1 x 4 + 1 scalar iteration
+    assert "for (int64_t j = 0; j < 32; j += 16)" in text
+    assert "dojo_acc1 = dojo_acc1 + dojo_acc2;" not in text
     assert "for (int64_t j = 32; j < 36; j += 4)" in text
     assert "for (int64_t j = 36; j < 37; ++j)" in text
     assert "dojo_vexpf_f32x16" in text and "_ZGV" not in text
@@ -179,56 +181,94 @@ for i in 0..N:
   w[i] = 1
   for j in 0..M vector:
     s[i] += X[i, j] * 0.5
-    m[i] max= X[i, j]
-    n[i] min= X[i, j] - j
-    p[i] *= 1 + X[i, j] * 0.001
+  for a in 0..M vector:
+    m[i] max= X[i, a]
+  for b in 0..M vector:
+    n[i] min= X[i, b] - b
+  for c in 0..M vector:
+    p[i] *= 1 + X[i, c] * 0.001
   for k in 0..M vector:
     z[i] += Z[i, k] * 3
     w[i] max= Z[i, k] - k
 """
 
 
-FOUR_REDUCTIONS = """\
-kernel four(N = 4, M = 256)
+THREE_SUMS = """\
+kernel three(N = 4, M = 256)
 in  X: f32[N, M]
+in  Y: f32[N, M]
+in  Z: f32[N, M]
 out s: f32[N]
-out m: f32[N]
-out n: f32[N]
-out p: f32[N]
+out t: f32[N]
+out u: f32[N]
 
 for i in 0..N:
   s[i] = 0
-  m[i] = -inf
-  n[i] = inf
-  p[i] = 0
+  t[i] = 0
+  u[i] = 0
   for j in 0..M vector:
     s[i] += X[i, j]
-    m[i] max= X[i, j]
-    n[i] min= X[i, j]
-    p[i] += X[i, j] * 2
+    t[i] += Y[i, j]
+    u[i] += Z[i, j]
 """
 
 
 @pytest.mark.parametrize("target,per_reduction", [("x86-avx512", 4), ("arm-neon", 4),
                                                   ("riscv-rvv", 4), ("x86-avx2", 2)])
 def test_vector_accumulators_take_half_of_the_targets_registers(target, per_reduction):
-    """Four reductions in one vector loop share half of the target's vector registers as
-    accumulators: four each where there are 32 registers (AVX-512, NEON, RVV), two each
-    with AVX2's 16."""
-    import re
-    text = generate_c(load_source(FOUR_REDUCTIONS), target)
-    assert len(set(re.findall(r"\bdojo_acc\d+\b", text))) == 4 * per_reduction
+    """Three sums in one vector loop (a body of three additions: too short to hide a chain)
+    share half of the target's vector registers as accumulators: four each where there are
+    32 registers (AVX-512, NEON, RVV), two each with AVX2's 16."""
+    text = generate_c(load_source(THREE_SUMS), target)
+    assert len(set(re.findall(r"\bdojo_acc\d+\b", text))) == 3 * per_reduction
+
+
+@pytest.mark.parametrize("body,ops,per_reduction", [
+    ("s[i] += X[i, j]", 1, 4),
+    ("s[i] += X[i, j] * X[i, j] - 1", 3, 4),
+    ("s[i] += (X[i, j] - 1) * (X[i, j] - 1)", 2, 4),
+    ("s[i] += X[i, j] - 1\n    m[i] max= X[i, j] - 1", 5, 2),   # two each
+    ("m[i] max= X[i, j] * 2", 4, 2),
+    ("s[i] += exp(X[i, j] - m[i])", 22, 1),
+])
+def test_a_reduction_gets_the_accumulators_its_body_does_not_hide(body, ops, per_reduction):
+    """Each accumulator's chain needs OPS_IN_FLIGHT vector operations beside it: a short
+    body gets four accumulators, a longer one two, one with the inline exp (softmax's sum
+    of exponentials) one, whose registers the exp's constants keep (with AVX2's 16, four
+    accumulators each for the max and the sum of softmax's fused pass spilled them)."""
+    program = load_source(kernel_text("acc(N = 4, M = 256)",
+                                      "in X: f32[N, M]; out s: f32[N]; out m: f32[N]", f"""\
+for i in 0..N:
+  s[i] = 0
+  m[i] = 0
+  for j in 0..M vector:
+    {body}
+"""))
+    loop = next(x for x in ir.walk_stmts(program.body)
+                if isinstance(x, ir.Loop) and x.iterator == "j")
+    assert body_ops(loop) == ops
+    for target in ("x86-avx512", "x86-avx2"):
+        text = generate_c(program, target)
+        reductions = body.count("=")
+        assert len(set(re.findall(r"\bdojo_acc\d+\b", text))) == per_reduction * reductions, \
+            target
+    assert_matches_interp(program, seed=0, opt=None)
 
 
 def test_vector_reductions_use_independent_accumulators():
     """179 = 11 x 16 (two trips of 4 iterations into 4 accumulators, then 3 into the first
-    ones) + 3 lanes of the scalar remainder; NaN still propagates through max/min."""
+    ones) + 3 lanes of the scalar remainder; NaN still propagates through max/min (four
+    accumulators for max, two for min: its body, a subtraction and the NaN fix-up, hides
+    more of its own chain)."""
     program = load_source(REDUCE)
     text = generate_c(program, "x86-avx512")
     assert "for (int64_t j = 0; j < 128; j += 64)" in text
     assert "for (int64_t j = 128; j < 176; j += 16)" in text
     for a in range(1, 5):
         assert f"dojo_acc{a} = dojo_splat_f32x16(0.0f)" in text
+    assert "dojo_acc8 = dojo_splat_f32x16(-INFINITY)" in text
+    assert "dojo_acc10 = dojo_splat_f32x16(INFINITY)" in text and "dojo_acc11 =" not in \
+        text.split("for (int64_t b = 0;")[0].split("for (int64_t a = 0;")[1]
     assert "dojo_acc1 = dojo_acc1 + dojo_acc2;" in text and "dojo_acc3 = dojo_acc3 + dojo_acc4;" \
         in text and "dojo_acc1 = dojo_acc1 + dojo_acc3;" in text
     assert "dojo_i32x16" in text and "INT32_MIN" in text
