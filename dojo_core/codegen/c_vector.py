@@ -38,7 +38,8 @@ accumulators and the reciprocal took the ``.steps`` schedule from 11-12 GB/s (li
 accumulator, division) to about 24 GB/s; with libmvec instead of the inline exp it is 12-15
 GB/s. One accumulator instead of four for the max and the sum of the softmax schedule's
 fused pass (with the exp), Zen 3 with AVX2 (16 registers: four each spilled the sums),
-one thread, best of 300 calls, alternating: 1.86-1.99 ms against 2.00-2.01.
+best of 300 calls, alternating rounds: one thread 2.02-2.04 ms against 2.12-2.15, two
+threads 0.95-0.99 against 0.99-1.03.
 """
 from __future__ import annotations
 
