@@ -309,10 +309,10 @@ def test_the_avx2_matmul_schedule_prefetches_the_next_tile_of_c():
     from dojo_core.kernels import steps_path
     from dojo_core.steps import read_steps, replay
     avx2 = [t for _, t in read_steps(steps_path("matmul", "x86-avx2"))]
-    assert avx2[-1] == "prefetch C at i20"
+    assert avx2[-1] == "prefetch C at i0"
     assert not any(t.startswith("prefetch") for _, t in read_steps(steps_path("matmul")))
     program = replay(load_kernel("matmul", {"N": 64, "M": 64, "K": 512}), avx2)
-    assert "  prefetch C[6*i20 + 6..6*i20 + 12, 16*j20..16*j20 + 16]\n" in print_program(program)
+    assert "  prefetch C[6*i0 + 6..6*i0 + 12, 16*j0..16*j0 + 16]\n" in print_program(program)
     assert generate_c(program, "x86-avx2").count("__builtin_prefetch(&C[") == 2
 
 
