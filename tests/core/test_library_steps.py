@@ -76,6 +76,21 @@ def test_matmul_schedule_has_the_structure_of_an_optimized_gemm():
     assert " vector:" in text and " unroll:" in text    # a vectorized, unrolled micro-kernel
 
 
+@pytest.mark.parametrize("kernel, out", [("matmul", "C"), ("bmm", "Z")])
+def test_avx2_gemm_schedules_write_each_output_tile_once_from_registers(kernel, out):
+    """The AVX2 GEMMs fuse the zeroing into their register tiles: the output is never read
+    (no zeroing pass to reload, no reload per k block) and is written by the store of the
+    full tiles and the store of the row tail's tile, from the register accumulators."""
+    from dojo_core import ir
+    program = replay(load_kernel(kernel), _texts(f"{kernel}:{kernel}.x86-avx2.steps"))
+    assert not [a for s in ir.assignments(program) for a in ir.reads(s) if a.array == out]
+    writes = [s for s in ir.assignments(program) if s.target.array == out]
+    assert [(s.op, s.value.array) for s in writes] == [("=", "acc"), ("=", "acct")]
+    tiles = [s for s in ir.walk_stmts(program.body)
+             if isinstance(s, ir.Local) and s.name in ("acc", "acct")]
+    assert [(d.name, d.space) for d in tiles] == [("acc", "register"), ("acct", "register")]
+
+
 @pytest.mark.parametrize("name", SCHEDULES)
 def test_steps_compiled_c_keeps_outputs_at_scaled_sizes(name):
     """Every schedule, compiled for this machine (gcc, the host target), computes what the
