@@ -12,11 +12,10 @@ from hypothesis import strategies as st
 from dojo_core import harness, interp
 from dojo_core.checker import check
 from dojo_core.codegen import detect_host_target
-from dojo_core.codegen.targets import get_target
-from dojo_core.kernels import load_kernel, random_inputs, steps_path
+from dojo_core.kernels import load_kernel, random_inputs
 from dojo_core.parser import parse
 from dojo_core.printer import print_program
-from dojo_core.steps import read_steps, replay
+from dojo_core.steps import replay
 from dojo_core.transforms import actions, apply_step
 
 from kernels_text import kernel_text
@@ -157,12 +156,47 @@ def test_refused_for_a_local_that_padding_makes_too_large():
                    "local may (1048576)")
 
 
+# A k-blocked GEMM for AVX2: k by 256 outermost, A's block packed row by row (At[rows, 256]),
+# 16-column panels of B packed, 6 x 16 register tiles
+K_BLOCKED_GEMM = [
+    "fission j after s0",
+    "fission i after j",
+    "split i2 by 6",
+    "split j2 by 16",
+    "split k by 256",
+    "interchange i21 j20",
+    "interchange j21 k0",
+    "interchange i21 k0",
+    "interchange j21 k1",
+    "interchange i21 k1",
+    "interchange i20 j20",
+    "interchange i20 k0",
+    "partition i20",
+    "fission k0 after i20",
+    "fission j20 after k0",
+    "interchange j20 k0",
+    "stage A at k0 as At",
+    "stage B at j20 as Bt",
+    "accumulate C at k1 as acc in register",
+    "accumulate C at k1t as acct in register",
+    "unroll i21",
+    "vectorize j21",
+    "unroll i21t",
+    "vectorize j21t",
+    "parallelize j20",
+    "parallelize i",
+    "vectorize j",
+    "parallelize j2",
+    "parallelize i1",
+    "prefetch C at i20",
+]
+
+
 def test_micro_panels_of_a_gemm_schedule_compute_the_same_in_c():
-    # the AVX2 schedule's packed A (At[rows, 256]) as micro-panels At[tile, k, row of tile],
-    # compiled for this machine's target and compared with the interpreter
+    # the packed A of a k-blocked GEMM (At[rows, 256]) as micro-panels At[tile, k, row of
+    # tile], compiled for this machine's target and compared with the interpreter
     root = load_kernel("matmul", {"N": 40, "M": 32, "K": 512})
-    path = steps_path("matmul", get_target("x86-avx2"))
-    program = replay(root, read_steps(path), str(path))
+    program = replay(root, K_BLOCKED_GEMM)
     assert [a.text for a in actions(program) if a.kind == "divide"] == ["divide At 0 by 6"]
     packed = apply_step(apply_step(program, "divide At 0 by 6"), "layout At 0 2 1")
     assert "acc[i21, j21] += At[i20, k1, i21] * Bt[k1, j21]" in print_program(packed)
