@@ -156,8 +156,8 @@ def test_refused_for_a_local_that_padding_makes_too_large():
                    "local may (1048576)")
 
 
-# A k-blocked GEMM for AVX2: k by 256 outermost, A's block packed row by row (At[rows, 256]),
-# 16-column panels of B packed, 6 x 16 register tiles
+# A k-blocked GEMM for AVX2 (sequential): k by 256 outermost, A's block packed row by row
+# (At[rows, 256]), 16-column panels of B packed, 6 x 16 register tiles
 K_BLOCKED_GEMM = [
     "fission j after s0",
     "fission i after j",
@@ -183,12 +183,6 @@ K_BLOCKED_GEMM = [
     "vectorize j21",
     "unroll i21t",
     "vectorize j21t",
-    "parallelize j20",
-    "parallelize i",
-    "vectorize j",
-    "parallelize j2",
-    "parallelize i1",
-    "prefetch C at i20",
 ]
 
 
