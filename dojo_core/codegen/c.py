@@ -83,6 +83,7 @@ class CGenerator:
         self.outlined = []          # static functions of parallel loops, callees first
         self.counter = 0
         self._streamable = None     # arrays whose vector stores may stream (streamable)
+        self.register_locals = {}   # name -> element count of the locals ``in register``
         self.origins = Origins()    # the statement each line is generated for (line_map)
         self.pieces = []            # the parts of the text, joined by newlines (line_map)
 
@@ -195,6 +196,8 @@ class CGenerator:
             raise CodegenError(f"local {stmt.name} has a dimension that is not constant")
         count = max(1, prod(dims))
         nbytes = count * ITEMSIZE[stmt.dtype]
+        if stmt.space == "register":
+            self.register_locals[stmt.name] = count
         if nbytes <= STACK_LIMIT:
             self.emit(depth, f"{ctype} {cname}[{count}] __attribute__((aligned({ALIGN})));")
         else:
@@ -255,7 +258,7 @@ class CGenerator:
             if parallel.outline(self, stmt, depth):
                 return
             self.emit(depth, "#pragma omp parallel for" + self.omp_schedule(stmt))
-        if "unroll" in ann:
+        if "unroll" in ann or self.moves_register_tile(stmt):
             n = self.extent(stmt)
             if n is not None:
                 self.emit(depth, f"#pragma GCC unroll {max(1, n)}")
@@ -272,6 +275,41 @@ class CGenerator:
                                   tag(pad + INDENT + "#pragma omp for" + self.omp_schedule(stmt)
                                       + " nowait")] + inner + \
                                  [tag(pad + INDENT + "dojo_sfence();"), tag(pad + "}")]
+
+    def moves_register_tile(self, stmt: ir.Loop) -> bool:
+        """True for a nest without annotations, of constant extents, whose every assignment
+        reads or writes a local ``in register`` that the target's vector registers can hold
+        whole, and which runs no more assignments than that local has elements: the
+        zeroing, loading and storing back of an ``accumulate ... in register`` tile.
+        Unrolled whole, its indices into the tile are constants and gcc keeps the tile in
+        registers with no copy in memory (left as loops, gcc zeroed a copy with ``rep stos``
+        and spilled the registers into it to store the tile back, on every tile). Only on
+        targets whose compiler turns the unrolled moves into their vectors (``slp_vectors``).
+        """
+        if not self.target.slp_vectors:
+            return False
+        runs, assigns, tiles = 1, 0, set()
+        for node in ir.walk_stmts([stmt]):
+            if isinstance(node, ir.Loop):
+                n = self.extent(node)
+                if node.annotations or n is None:
+                    return False
+                runs *= max(1, n)
+            elif isinstance(node, ir.Assign):
+                touched = {node.target.array} | {e.array for e in ir.walk_expr(node.value)
+                                                 if isinstance(e, ir.Access)}
+                if not touched & self.register_locals.keys():
+                    return False
+                tiles |= touched & self.register_locals.keys()
+                assigns += 1
+            else:
+                return False
+        if not tiles:
+            return False
+        held = min(self.target.vector_registers
+                   * self.target.lanes(ITEMSIZE[self.ex.buffers[name].dtype]) for name in tiles)
+        tile = max(self.register_locals[name] for name in tiles)
+        return tile <= held and runs * assigns <= tile
 
     @staticmethod
     def omp_schedule(stmt) -> str:

@@ -108,6 +108,11 @@ class Target:
     # L1D and L2 lines; Apple's cores use 128), RISC-V (SiFive U74/P550 and T-Head C910
     # manuals: 64-byte lines; the Zicbop spec leaves the block size to the implementation)
     cache_line_bytes: int = 64
+    # whether the compiler builds this target's vectors from unrolled scalar moves (SLP):
+    # the C generator unrolls a register tile's zeroing and store-back for it (``c``).
+    # gcc does on x86 and NEON; at a fixed SVE length it builds NEON vectors, and the
+    # RISC-V route's clang 14 left them scalar (element stores), so those keep the loops
+    slp_vectors: bool = True
 
     @property
     def flags(self) -> tuple:
@@ -176,7 +181,8 @@ TARGETS = {
         cross=CrossRoute(("aarch64-linux-gnu-gcc",),
                          COMMON_FLAGS + ("-march=armv8.2-a+sve", "-msve-vector-bits=256"),
                          ("-lm",), ("qemu-aarch64", "-cpu", "max,sve256=on", "-L", _ARM_SYSROOT),
-                         (_ARM_SYSROOT,), "gcc-aarch64-linux-gnu qemu-user")),
+                         (_ARM_SYSROOT,), "gcc-aarch64-linux-gnu qemu-user"),
+        slp_vectors=False),
     "riscv-rvv": Target(
         "riscv-rvv", "riscv64", 16, COMMON_FLAGS + ("-march=rv64gcv",), ("-lm",), (), (),
         "RISC-V with the V extension: explicit vectors of 128 bits (VLEN >= 128)",
@@ -186,7 +192,8 @@ TARGETS = {
                          ("qemu-riscv64", "-cpu", "rv64,v=true,vlen=256,vext_spec=v1.0",
                           "-L", _RISCV_SYSROOT),
                          (_RISCV_SYSROOT, _RISCV_LD), "gcc-riscv64-linux-gnu clang-14 qemu-user",
-                         openmp="kmpc-shim")),
+                         openmp="kmpc-shim"),
+        slp_vectors=False),
     "generic": Target(
         "generic", platform.machine() or "unknown", 16, COMMON_FLAGS, ("-lm",), (), (),
         "any CPU: 128-bit generic vectors, no ISA flags"),

@@ -27,7 +27,9 @@ void dojo_kernel(const float *restrict A, const float *restrict B, float *restri
     }
     for (int64_t i3 = 0; i3 < N / 8; ++i3) {
       float acc[256] __attribute__((aligned(64)));
+      #pragma GCC unroll 8
       for (int64_t i4 = 0; i4 < 8; ++i4) {
+        #pragma GCC unroll 32
         for (int64_t j1 = 0; j1 < 32; ++j1) {
           acc[i4 * 32 + j1] = C[(8*i3 + i4) * M + 32*j20 + j1];
         }
@@ -41,7 +43,9 @@ void dojo_kernel(const float *restrict A, const float *restrict B, float *restri
           }
         }
       }
+      #pragma GCC unroll 8
       for (int64_t i5 = 0; i5 < 8; ++i5) {
+        #pragma GCC unroll 32
         for (int64_t j2 = 0; j2 < 32; ++j2) {
           C[(8*i3 + i5) * M + 32*j20 + j2] = acc[i5 * 32 + j2];
         }
