@@ -108,6 +108,14 @@ def body_ops(loop: ir.Loop) -> int:
     return ops
 
 
+def _nan_masked(stmt, T: str) -> bool:
+    """A float max/min reduction: its vector steps (``rmax``/``rmin``) keep a NaN of the
+    accumulator but not of the operand, so the lowering ORs the operand's NaN lanes into a
+    mask beside each accumulator and makes those lanes NaN after the loop (the result is
+    NaN when any operand was, as the interpreter's)."""
+    return stmt.op in ("max=", "min=") and T.startswith("f")
+
+
 class VectorLowering(VectorHelpers):
     """Lowers ``vector`` loops to GCC vector types, registering the helpers it uses."""
 
@@ -201,11 +209,12 @@ class VectorLowering(VectorHelpers):
         # inline exp hides its own: more accumulators only spill the exp's constants)
         hide = 1 << (-(-OPS_IN_FLIGHT // max(1, body_ops(loop))) - 1).bit_length()
         nacc = max(1, min(ACCUMULATORS, hide, count, budget // max(1, nred)))
-        reds = []                  # (stmt, T, [accumulator names]) per reduction
+        reds = []                  # (stmt, T, [accumulators], [NaN masks]) per reduction
         for stmt, kind in zip(loop.body, kinds):
             if kind == "reduce":
                 T = context_type(gen.ex.buffers[stmt.target.array].dtype)
-                reds.append((stmt, T, [gen.fresh("acc") for _ in range(nacc)]))
+                nans = [gen.fresh("nan") for _ in range(nacc)] if _nan_masked(stmt, T) else []
+                reds.append((stmt, T, [gen.fresh("acc") for _ in range(nacc)], nans))
 
         def body(u: int) -> list:
             """The statements of vector iteration it + u * lanes, into accumulators u."""
@@ -224,6 +233,13 @@ class VectorLowering(VectorHelpers):
                     cur = f"{self._helper('load', T, lanes)}({ptr})"
                     value = self._combine(stmt.op, cur, code, T, lanes)
                     out.append(gen.origins.tag(f"{self._store(stmt, T, lanes)}({ptr}, {value});", stmt))
+                elif reds[r][3]:
+                    acc, nan = reds[r][2][u], reds[r][3][u]
+                    r += 1
+                    step, x = self._helper("r" + stmt.op[:3], T, lanes), gen.fresh("x")
+                    out.append(gen.origins.tag(
+                        f"{{ {self.vt(T, lanes)} {x} = {code[0]}; {acc} = {step}({acc}, {x}); "
+                        f"{nan} |= {x} != {x}; }}", stmt))
                 else:
                     acc = reds[r][2][u]
                     r += 1
@@ -242,18 +258,27 @@ class VectorLowering(VectorHelpers):
         if not reds:
             return run(start, end, lanes, 1, "")
         lines = ["{"]
-        for stmt, T, accs in reds:
+        for stmt, T, accs, nans in reds:
             ident = literal(_IDENTITY[stmt.op], T)[0] if T.startswith("f") else \
                 {"+=": "0", "*=": "1", "max=": f"INT{8 * ITEMSIZE[T]}_MIN",
                  "min=": f"INT{8 * ITEMSIZE[T]}_MAX"}[stmt.op]
             init = f"{self._helper('splat', T, lanes)}({ident})"
             lines.append(gen.origins.tag(f"  {self.vt(T, lanes)} " + ", ".join(f"{a} = {init}" for a in accs) + ";",
                                          stmt))
+            if nans:
+                VI = self.vt("i32" if ITEMSIZE[T] == 4 else "i64", lanes)
+                lines.append(gen.origins.tag(f"  {VI} " + ", ".join(f"{n} = {{0}}" for n in nans)
+                                             + ";", stmt))
         mid = start + (count // nacc) * nacc * lanes
         lines += run(start, mid, nacc * lanes, nacc, "  ")
         if mid < end:
             lines += run(mid, end, lanes, 1, "  ")
-        for stmt, T, accs in reds:
+        for stmt, T, accs, nans in reds:
+            for acc, nan in zip(accs, nans):     # a NaN met in a lane makes that lane NaN
+                select = self._helper("select", T, lanes)
+                lines.append(gen.origins.tag(
+                    f"  {acc} = {select}({nan}, {self._helper('splat', T, lanes)}(NAN), {acc});",
+                    stmt))
             step = 1
             while step < len(accs):             # pairwise: acc0 op= acc1, acc2 op= acc3, ...
                 for k in range(0, len(accs) - step, 2 * step):

@@ -40,7 +40,7 @@ class VectorHelpers:
         it = "i32" if ITEMSIZE[t] == 4 else "i64"
         VI = self.vt(it, lanes)
         self.types.add((t, lanes))
-        if kind in ("select", "vabs", "vmax", "vmin"):
+        if kind in ("select", "vabs", "vmax", "vmin", "rmax", "rmin"):
             self.types.add((it, lanes))
         C, nb = CTYPES[t], lanes * ITEMSIZE[t]
         name = f"dojo_{kind}_{t}x{lanes}"
@@ -85,6 +85,27 @@ class VectorHelpers:
   return {portable};
 #endif
 }}""")
+        if kind in ("rmax", "rmin"):
+            # a reduction's step: (x > acc ? x : acc), x86's max/min with x first, so a NaN
+            # in acc stays and a NaN in x is left out (the caller keeps a mask of those):
+            # one instruction on the accumulator's chain, where vmax puts three
+            cmp = ">" if kind == "rmax" else "<"
+            portable = f"{self._helper('select', t, lanes)}(x {cmp} acc, x, acc)"
+            text = f"static inline {V} {name}({V} acc, {V} x) {{ return {portable}; }}"
+            if t.startswith("f") and nb in (16, 32, 64):
+                self.need("0immintrin", -1, IMMINTRIN)
+                p = {64: "_mm512", 32: "_mm256", 16: "_mm"}[nb]
+                m, sfx = f"__m{8 * nb}" + ("" if t == "f32" else "d"), "ps" if t == "f32" else "pd"
+                isa = {64: "__AVX512F__", 32: "__AVX__", 16: "__SSE2__"}[nb]
+                text = f"""static inline {V} {name}({V} acc, {V} x)
+{{
+#if defined({isa}) && !defined(DOJO_PORTABLE)
+  return ({V}){p}_{kind[1:]}_{sfx}(({m})x, ({m})acc);
+#else
+  return {portable};
+#endif
+}}"""
+            return self.need(name, 1, text)
         if kind == "gather":
             return self.need(name, 1, self._gather_text(name, t, lanes))
         if kind == "vabs":

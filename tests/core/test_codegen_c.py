@@ -257,7 +257,7 @@ def test_vector_reductions_use_independent_accumulators():
     """179 = 11 x 16 (two trips of 4 iterations into 4 accumulators, then 3 into the first
     ones) + 3 lanes of the scalar remainder; NaN still propagates through max/min (four
     accumulators for max, two for min: its body, a subtraction and the NaN fix-up, hides
-    more of its own chain)."""
+    more of its own chain; the NaN masks of max and min)."""
     program = load_source(REDUCE)
     text = generate_c(program, "x86-avx512")
     assert "for (int64_t j = 0; j < 128; j += 64)" in text
@@ -269,6 +269,11 @@ def test_vector_reductions_use_independent_accumulators():
     assert "dojo_acc1 = dojo_acc1 + dojo_acc2;" in text and "dojo_acc3 = dojo_acc3 + dojo_acc4;" \
         in text and "dojo_acc1 = dojo_acc1 + dojo_acc3;" in text
     assert "dojo_i32x16" in text and "INT32_MIN" in text
+    # a max/min step puts one instruction on the accumulator's chain; the operand's NaN
+    # lanes go into a mask beside it, made NaN after the loop
+    assert len(set(re.findall(r"(dojo_acc\d+) = dojo_rmax_f32x16\(dojo_acc\d+, dojo_x\d+\); "
+                              r"dojo_nan\d+ \|= dojo_x\d+ != dojo_x\d+;", text))) == 4
+    assert "_mm512_max_ps((__m512)x, (__m512)acc)" in text
     for seed in range(2):
         assert_matches_interp(program, seed=seed, opt=None)
     inputs = random_inputs(program, 5)
