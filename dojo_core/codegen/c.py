@@ -21,8 +21,9 @@ and made gcc give up vectorizing nests it vectorized without it (PolyBench 2mm, 
 256^3: 8.6 ms untransformed, 68 ms with both outer loops parallel on one thread).
 Locals declared inside are private. A parallel loop holding explicit vector code, or one
 that writes a scalar local declared outside it, stays an inline ``#pragma omp parallel
-for`` (``parallel.outline`` says why). ``unroll`` -> ``#pragma GCC unroll N``; ``vector`` ->
-explicit SIMD with GCC vector types (``c_vector``), or ``#pragma omp simd`` (with reductions through private scalars) when
+for`` (``parallel.outline`` says why). ``unroll`` -> ``#pragma GCC unroll N``, which the
+nests that zero, load or store back a tile ``in register`` get too (``moves_register_tile``);
+``vector`` -> explicit SIMD with GCC vector types (``c_vector``), or ``#pragma omp simd`` (with reductions through private scalars) when
 the loop's accesses are not unit-stride or invariant (streaming stores, past the cache,
 into outputs the kernel only writes: a parallel loop holding them becomes ``omp parallel``
 + ``omp for nowait``, each thread fencing its stores, and the kernel fences at its end);
