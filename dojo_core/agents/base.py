@@ -95,10 +95,16 @@ class SearchResult:
 
     @property
     def best(self) -> Trial:
-        """The fastest measured trial, or the root when a confirmation (re-timing the root
-        and that trial together) did not show it faster beyond the spread of the timings."""
-        if self.confirmation is not None and self.confirmation["kept"] == "root":
-            return self.trials[0]
+        """The trial a confirmation kept (re-timing the root and the fastest trials
+        together: the root when none was faster beyond the spread of the timings), else
+        the fastest measured trial."""
+        if self.confirmation is not None:
+            if self.confirmation["kept"] == "root":
+                return self.trials[0]
+            kept = tuple(self.confirmation["steps"])
+            for t in self.trials:
+                if tuple(t.steps) == kept:
+                    return t
         ok = [t for t in self.trials if t.median_s is not None]
         return min(ok, key=lambda t: (t.median_s, len(t.steps))) if ok else self.trials[0]
 

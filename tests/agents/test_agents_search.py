@@ -12,7 +12,8 @@ import pytest
 from dojo_core.agents import AGENTS, make_agent
 from dojo_core.agents.base import SearchResult
 from dojo_core.agents.evaluators import LocalEvaluator
-from dojo_core.agents.search import CONFIRM_ROUNDS
+from dojo_core.agents.search import (CONFIRM_CANDIDATES, CONFIRM_ROUNDS,
+                                     MIN_CANDIDATES_BUDGET)
 from dojo_core.kernels import kernel_path, load_kernel
 from dojo_core.printer import print_program
 from dojo_core.records import RecordStore
@@ -229,6 +230,34 @@ def test_the_best_state_is_kept_only_if_its_retimings_beat_the_roots(retimings, 
         assert result.best is result.baseline and result.speedup == 1.0
     else:
         assert tuple(result.best.steps) == states[1] and result.speedup > 1.0
+
+
+@pytest.mark.parametrize("retimings,kept", [
+    # the fastest of the search was a lucky draw; the second re-times fastest
+    ([[1.0, 1.0, 1.0], [0.9, 0.95, 1.2], [0.6, 0.6, 0.61], [0.7, 0.7, 0.7]], 2),
+    ([[1.0, 1.0, 1.0], [0.5, 0.5, 0.5], [0.6, 0.6, 0.61], [0.7, 0.7, 0.7]], 1),
+    ([[1.0, 1.0, 1.0], [0.9, 0.95, 1.2], [0.99, 0.99, 0.99], None], 0),   # none beats the root
+])
+def test_a_large_budget_confirms_the_fastest_states_and_keeps_the_fastest_retimed(retimings,
+                                                                                  kept):
+    root = load_kernel("softmax", SOFTMAX)
+    evaluator = _Retimed(retimings)
+    budget = MIN_CANDIDATES_BUDGET
+    result = make_agent("greedy").search(root, evaluator, budget, seed=0)
+    assert CONFIRM_CANDIDATES == 3
+    assert len(result.trials) <= budget - (1 + CONFIRM_CANDIDATES) * CONFIRM_ROUNDS
+    (states, rounds), = evaluator.asked
+    assert states[0] == () and len(states) == 1 + CONFIRM_CANDIDATES and rounds == CONFIRM_ROUNDS
+    search_s = [next(t.median_s for t in result.trials if tuple(t.steps) == s)
+                for s in states[1:]]
+    assert search_s == sorted(search_s)          # the fastest of the search, in order
+    c = result.confirmation
+    assert [tuple(x["steps"]) for x in c["candidates"]] == states[1:]
+    if kept == 0:
+        assert c["kept"] == "root" and result.best is result.baseline
+    else:
+        assert c["kept"] == "best" and tuple(result.best.steps) == states[kept]
+        assert c["best_s"] == retimings[kept]
 
 
 def test_no_confirmation_below_its_budget_or_without_retiming():
