@@ -98,6 +98,16 @@ for i0 in 0..N // {f}:
 """
 
 
+def matmul_tile_steps(rows: int, cols: int, space: str = " in register") -> list:
+    """Steps of the library matmul (its loops i, j, k; s0 the zeroing) that tile C into
+    rows x cols blocks accumulated in a local ``acc`` over all of k (``space``: `` in
+    register`` or ``""``), the rows unrolled and the columns vectorized."""
+    return ["fission j after s0", f"split i by {rows}", f"split j2 by {cols}",
+            "fission i1 after j", "fission i0 after i1", "interchange i2 j20",
+            "interchange j21 k", "interchange i2 k", "interchange i3 j20",
+            f"accumulate C at k as acc{space}", "unroll i2", "vectorize j21"]
+
+
 # C[M, N] = A[M, K] · B[K, N] with rows i and columns j, the loops a kernel's body starts
 # with; lines after it indented 4 stay in the loop j, indented 2 in the loop i
 MATMUL_MN_LOOPS = """\

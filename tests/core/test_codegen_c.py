@@ -29,7 +29,7 @@ from dojo_core.source import load_source
 from dojo_core.walks import random_walk, replay
 
 from cross_support import require_cross_route
-from kernels_text import I8_WRAPPING_STORES, kernel_text
+from kernels_text import I8_WRAPPING_STORES, kernel_text, matmul_tile_steps
 
 HOST = detect_host_target()
 X86 = platform.machine() == "x86_64"
@@ -51,22 +51,8 @@ def assert_matches_interp(program, reference=None, seed=0, context="", opt=TEST_
 
 # --------------------------------------------------------------------------- golden text
 
-MATMUL_SCHEDULE = """\
-fission j after s0
-split i by 8
-split j2 by 32
-fission i1 after j
-fission i0 after i1
-interchange i2 j20
-interchange j21 k
-interchange i2 k
-interchange i3 j20
-accumulate C at k as acc in register
-unroll i2
-vectorize j21
-stage B at j20 as Bt
-parallelize j20
-"""
+MATMUL_SCHEDULE = "\n".join(matmul_tile_steps(8, 32) + ["stage B at j20 as Bt",
+                                                         "parallelize j20"]) + "\n"
 
 
 

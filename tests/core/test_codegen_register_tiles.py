@@ -14,28 +14,14 @@ from dojo_core.compile import find_compiler
 from dojo_core.kernels import load_kernel, steps_path
 from dojo_core.steps import read_steps, replay
 
-X86 = platform.machine() == "x86_64"
+from kernels_text import matmul_tile_steps
 
-TILE = """\
-fission j after s0
-split i by {rows}
-split j2 by {cols}
-fission i1 after j
-fission i0 after i1
-interchange i2 j20
-interchange j21 k
-interchange i2 k
-interchange i3 j20
-accumulate C at k as acc{space}
-unroll i2
-vectorize j21
-"""
+X86 = platform.machine() == "x86_64"
 
 
 def tiled_matmul(rows: int, cols: int, space: str = " in register"):
     program = load_kernel("matmul", {"N": 96, "M": 128, "K": 32})
-    steps = TILE.format(rows=rows, cols=cols, space=space).splitlines()
-    return replay(program, steps)
+    return replay(program, matmul_tile_steps(rows, cols, space))
 
 
 def pragma_before(text: str, pattern: str) -> list:
