@@ -14,9 +14,10 @@ verified against the untransformed kernel, timed in a measuring child; ``--threa
 OpenMP threads, default 1 because these machines are shared and small).  Each agent runs
 ONCE at the largest budget, whose figure is the agent's answer (``SearchResult.best``: the
 state its confirmation kept, of the fastest ones re-timed); the figure at a smaller budget
-is ``SearchResult.best_within`` of that run (the best among its first N measurements).  Agents share one measurement cache
-per benchmark run (a state measured by one agent is a cache hit for the next: it costs the
-next agent budget, not time), so wall times after the first agent are lower bounds.
+is ``SearchResult.best_within`` of that run (the best among its first N measurements).
+Agents share one measurement cache per benchmark run (a state measured by one agent is a
+cache hit for the next: it costs the next agent budget, not time), so wall times after the
+first agent are lower bounds.
 
 Columns: speedup over the untransformed kernel, ratio to the ``.steps`` schedule
 (steps time / agent time: >= 1 means the agent found something as fast), ratio to numpy
