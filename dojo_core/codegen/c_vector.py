@@ -111,8 +111,8 @@ def body_ops(loop: ir.Loop) -> int:
 def _nan_masked(stmt, T: str) -> bool:
     """A float max/min reduction: its vector steps (``rmax``/``rmin``) keep a NaN of the
     accumulator but not of the operand, so the lowering ORs the operand's NaN lanes into a
-    mask beside each accumulator and makes those lanes NaN after the loop (the result is
-    NaN when any operand was, as the interpreter's)."""
+    mask beside each accumulator (``nanor``) and makes those lanes NaN after the loop (the
+    result is NaN when any operand was, as the interpreter's)."""
     return stmt.op in ("max=", "min=") and T.startswith("f")
 
 
@@ -237,9 +237,10 @@ class VectorLowering(VectorHelpers):
                     acc, nan = reds[r][2][u], reds[r][3][u]
                     r += 1
                     step, x = self._helper("r" + stmt.op[:3], T, lanes), gen.fresh("x")
+                    nanor = self._helper("nanor", T, lanes)
                     out.append(gen.origins.tag(
                         f"{{ {self.vt(T, lanes)} {x} = {code[0]}; {acc} = {step}({acc}, {x}); "
-                        f"{nan} |= {x} != {x}; }}", stmt))
+                        f"{nan} = {nanor}({nan}, {x}); }}", stmt))
                 else:
                     acc = reds[r][2][u]
                     r += 1

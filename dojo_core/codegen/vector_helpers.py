@@ -85,6 +85,27 @@ class VectorHelpers:
   return {portable};
 #endif
 }}""")
+        if kind == "nanor":
+            # the NaN mask of a max/min reduction, with the lanes where x is NaN set: on x86
+            # below AVX-512 one unordered compare of x with the mask itself (a set lane, all
+            # ones, is a NaN, so it stays set): one instruction, where the OR of x != x puts two
+            self.types.add((it, lanes))
+            portable = "m | (x != x)"
+            text = f"static inline {VI} {name}({VI} m, {V} x) {{ return {portable}; }}"
+            if t.startswith("f") and nb in (16, 32):
+                self.need("0immintrin", -1, IMMINTRIN)
+                m, sfx = f"__m{8 * nb}" + ("" if t == "f32" else "d"), "ps" if t == "f32" else "pd"
+                cmp = f"_mm256_cmp_{sfx}(({m})x, ({m})m, _CMP_UNORD_Q)" if nb == 32 else \
+                    f"_mm_cmpunord_{sfx}(({m})x, ({m})m)"
+                text = f"""static inline {VI} {name}({VI} m, {V} x)
+{{
+#if defined({'__AVX__' if nb == 32 else '__SSE2__'}) && !defined(DOJO_PORTABLE)
+  return ({VI}){cmp};
+#else
+  return {portable};
+#endif
+}}"""
+            return self.need(name, 1, text)
         if kind in ("rmax", "rmin"):
             # a reduction's step: (x > acc ? x : acc), x86's max/min with x first, so a NaN
             # in acc stays and a NaN in x is left out (the caller keeps a mask of those):

@@ -258,8 +258,11 @@ def test_vector_reductions_use_independent_accumulators():
     # a max/min step puts one instruction on the accumulator's chain; the operand's NaN
     # lanes go into a mask beside it, made NaN after the loop
     assert len(set(re.findall(r"(dojo_acc\d+) = dojo_rmax_f32x16\(dojo_acc\d+, dojo_x\d+\); "
-                              r"dojo_nan\d+ \|= dojo_x\d+ != dojo_x\d+;", text))) == 4
+                              r"(dojo_nan\d+) = dojo_nanor_f32x16\(\2, dojo_x\d+\);", text))) == 4
     assert "_mm512_max_ps((__m512)x, (__m512)acc)" in text
+    # below AVX-512 the mask takes one unordered compare of x with the mask itself
+    assert "return (dojo_i32x8)_mm256_cmp_ps((__m256)x, (__m256)m, _CMP_UNORD_Q);" in \
+        generate_c(program, "x86-avx2")
     for seed in range(2):
         assert_matches_interp(program, seed=seed, opt=None)
     inputs = random_inputs(program, 5)
@@ -278,6 +281,38 @@ def test_vector_reductions_use_independent_accumulators():
             assert np.all(np.isnan(got[name])), (name, got[name])
         errors = harness.compare(got, want, program)
         assert all(e <= 1 for e in errors.values()), errors
+
+
+REDUCE_F64 = kernel_text("red64(N = 3, M = 37)", "in X: f64[N, M]; out m: f64[N]; out n: f64[N]",
+                         """\
+for i in 0..N:
+  m[i] = -inf
+  n[i] = inf
+  for j in 0..M vector:
+    m[i] max= X[i, j]
+    n[i] min= X[i, j]
+""")
+
+
+@pytest.mark.skipif(HOST.name not in ("x86-avx512", "x86-avx2"),
+                    reason="this host cannot run x86-avx2 code")
+def test_f64_max_min_reductions_keep_a_nan_through_the_unordered_compare_mask():
+    """f64 lanes take the pd compare; a NaN in the first, a middle and the scalar remainder's
+    lanes makes its row's max and min NaN, the other rows' are exact."""
+    program = load_source(REDUCE_F64)
+    avx2 = TARGETS["x86-avx2"]
+    text = generate_c(program, "x86-avx2")
+    assert "return (dojo_i64x4)_mm256_cmp_pd((__m256d)x, (__m256d)m, _CMP_UNORD_Q);" in text
+    inputs = random_inputs(program, 3)
+    x = inputs["X"].copy()
+    x[0, 0], x[1, 17], x[2, 36] = np.nan, np.nan, np.nan
+    inputs["X"] = x
+    got = harness.run_c(program, inputs, target=avx2, opt=TEST_OPT)
+    assert all(np.isnan(got["m"])) and all(np.isnan(got["n"])), got
+    clean = random_inputs(program, 4)
+    got = harness.run_c(program, clean, target=avx2, opt=TEST_OPT)
+    assert np.array_equal(got["m"], clean["X"].max(axis=1))
+    assert np.array_equal(got["n"], clean["X"].min(axis=1))
 
 
 DIVIDE = kernel_text("div(N = 12, M = 40)",
