@@ -85,6 +85,7 @@ class CGenerator:
         self.counter = 0
         self._streamable = None     # arrays whose vector stores may stream (streamable)
         self.register_locals = {}   # name -> element count of the locals ``in register``
+        self._tile_moves_memo = {}  # id(loop) -> (loop, its _tile_moves)
         self.origins = Origins()    # the statement each line is generated for (line_map)
         self.pieces = []            # the parts of the text, joined by newlines (line_map)
 
@@ -289,28 +290,44 @@ class CGenerator:
         """
         if not self.target.slp_vectors:
             return False
-        runs, assigns, tiles = 1, 0, set()
-        for node in ir.walk_stmts([stmt]):
-            if isinstance(node, ir.Loop):
-                n = self.extent(node)
-                if node.annotations or n is None:
-                    return False
-                runs *= max(1, n)
-            elif isinstance(node, ir.Assign):
-                touched = {node.target.array} | {e.array for e in ir.walk_expr(node.value)
-                                                 if isinstance(e, ir.Access)}
-                if not touched & self.register_locals.keys():
-                    return False
-                tiles |= touched & self.register_locals.keys()
-                assigns += 1
-            else:
-                return False
-        if not tiles:
+        moves = self._tile_moves(stmt)
+        if moves is None or not moves[2]:
             return False
+        runs, assigns, tiles = moves
         held = min(self.target.vector_registers
                    * self.target.lanes(ITEMSIZE[self.ex.buffers[name].dtype]) for name in tiles)
         tile = max(self.register_locals[name] for name in tiles)
         return tile <= held and runs * assigns <= tile
+
+    def _tile_moves(self, loop: ir.Loop):
+        """(product of the nest's extents, its assignments, the register locals they touch)
+        for a nest of unannotated, constant-extent loops whose every assignment touches a
+        local ``in register``; None for any other nest. Each loop's answer is computed once
+        (the loops inside a nest reuse it), its loop kept so that its id stays its own."""
+        known = self._tile_moves_memo.get(id(loop))
+        if known is not None:
+            return known[1]
+        n = self.extent(loop)
+        moves = None if loop.annotations or n is None else (max(1, n), 0, frozenset())
+        for node in loop.body if moves else ():
+            if isinstance(node, ir.Loop):
+                inner = self._tile_moves(node)
+                if inner is None:
+                    moves = None
+                    break
+                moves = (moves[0] * inner[0], moves[1] + inner[1], moves[2] | inner[2])
+            elif isinstance(node, ir.Assign):
+                touched = {node.target.array} | {e.array for e in ir.walk_expr(node.value)
+                                                 if isinstance(e, ir.Access)}
+                if not touched & self.register_locals.keys():
+                    moves = None
+                    break
+                moves = (moves[0], moves[1] + 1, moves[2] | (touched & self.register_locals.keys()))
+            else:
+                moves = None
+                break
+        self._tile_moves_memo[id(loop)] = (loop, moves)
+        return moves
 
     @staticmethod
     def omp_schedule(stmt) -> str:
