@@ -111,7 +111,7 @@ def body_ops(loop: ir.Loop) -> int:
 def _nan_masked(stmt, T: str) -> bool:
     """A float max/min reduction: its vector steps (``rmax``/``rmin``) keep a NaN of the
     accumulator but not of the operand, so the lowering ORs the operand's NaN lanes into a
-    mask beside each accumulator (``nanor``) and makes those lanes NaN after the loop (the
+    mask beside each accumulator (``nanmask``) and makes those lanes NaN after the loop (the
     result is NaN when any operand was, as the interpreter's)."""
     return stmt.op in ("max=", "min=") and T.startswith("f")
 
@@ -237,10 +237,10 @@ class VectorLowering(VectorHelpers):
                     acc, nan = reds[r][2][u], reds[r][3][u]
                     r += 1
                     step, x = self._helper("r" + stmt.op[:3], T, lanes), gen.fresh("x")
-                    nanor = self._helper("nanor", T, lanes)
+                    self._helper("nanmask", T, lanes)
                     out.append(gen.origins.tag(
                         f"{{ {self.vt(T, lanes)} {x} = {code[0]}; {acc} = {step}({acc}, {x}); "
-                        f"{nan} = {nanor}({nan}, {x}); }}", stmt))
+                        f"{nan} = dojo_nanor_{T}x{lanes}({nan}, {x}); }}", stmt))
                 else:
                     acc = reds[r][2][u]
                     r += 1
@@ -267,19 +267,18 @@ class VectorLowering(VectorHelpers):
             lines.append(gen.origins.tag(f"  {self.vt(T, lanes)} " + ", ".join(f"{a} = {init}" for a in accs) + ";",
                                          stmt))
             if nans:
-                VI = self.vt("i32" if ITEMSIZE[T] == 4 else "i64", lanes)
-                lines.append(gen.origins.tag(f"  {VI} " + ", ".join(f"{n} = {{0}}" for n in nans)
-                                             + ";", stmt))
+                self._helper("nanmask", T, lanes)
+                none = f"dojo_nanmask_none_{T}x{lanes}()"
+                lines.append(gen.origins.tag(f"  dojo_nanmask_{T}x{lanes} "
+                                             + ", ".join(f"{n} = {none}" for n in nans) + ";", stmt))
         mid = start + (count // nacc) * nacc * lanes
         lines += run(start, mid, nacc * lanes, nacc, "  ")
         if mid < end:
             lines += run(mid, end, lanes, 1, "  ")
         for stmt, T, accs, nans in reds:
             for acc, nan in zip(accs, nans):     # a NaN met in a lane makes that lane NaN
-                select = self._helper("select", T, lanes)
-                lines.append(gen.origins.tag(
-                    f"  {acc} = {select}({nan}, {self._helper('splat', T, lanes)}(NAN), {acc});",
-                    stmt))
+                lines.append(gen.origins.tag(f"  {acc} = dojo_nanfix_{T}x{lanes}({nan}, {acc});",
+                                             stmt))
             step = 1
             while step < len(accs):             # pairwise: acc0 op= acc1, acc2 op= acc3, ...
                 for k in range(0, len(accs) - step, 2 * step):

@@ -85,27 +85,8 @@ class VectorHelpers:
   return {portable};
 #endif
 }}""")
-        if kind == "nanor":
-            # the NaN mask of a max/min reduction, with the lanes where x is NaN set: on x86
-            # below AVX-512 one unordered compare of x with the mask itself (a set lane, all
-            # ones, is a NaN, so it stays set): one instruction, where the OR of x != x puts two
-            self.types.add((it, lanes))
-            portable = "m | (x != x)"
-            text = f"static inline {VI} {name}({VI} m, {V} x) {{ return {portable}; }}"
-            if t.startswith("f") and nb in (16, 32):
-                self.need("0immintrin", -1, IMMINTRIN)
-                m, sfx = f"__m{8 * nb}" + ("" if t == "f32" else "d"), "ps" if t == "f32" else "pd"
-                cmp = f"_mm256_cmp_{sfx}(({m})x, ({m})m, _CMP_UNORD_Q)" if nb == 32 else \
-                    f"_mm_cmpunord_{sfx}(({m})x, ({m})m)"
-                text = f"""static inline {VI} {name}({VI} m, {V} x)
-{{
-#if defined({'__AVX__' if nb == 32 else '__SSE2__'}) && !defined(DOJO_PORTABLE)
-  return ({VI}){cmp};
-#else
-  return {portable};
-#endif
-}}"""
-            return self.need(name, 1, text)
+        if kind == "nanmask":
+            return self._nanmask(name, t, lanes)
         if kind in ("rmax", "rmin"):
             # a reduction's step: (x > acc ? x : acc), x86's max/min with x first, so a NaN
             # in acc stays and a NaN in x is left out (the caller keeps a mask of those):
@@ -203,6 +184,44 @@ class VectorHelpers:
   {portable}
 #endif
 }}"""
+
+    def _nanmask(self, name: str, t: str, lanes: int) -> str:
+        """The NaN mask of a float max/min reduction (``c_vector``): the type
+        ``dojo_nanmask_TxL``, ``dojo_nanmask_none_TxL()`` (no NaN met yet),
+        ``dojo_nanor_TxL(k, x)`` (k with x's NaN lanes marked) and ``dojo_nanfix_TxL(k,
+        acc)`` (acc with the marked lanes NaN), one instruction a step: with AVX-512 a mask
+        register of the lanes that met no NaN, narrowed by a masked ordered compare of x;
+        with AVX or SSE a vector of the lanes that met one, widened by an unordered compare
+        of x with that vector (a marked lane, all ones, is a NaN, so it stays marked);
+        portable C ORs in x != x."""
+        V, VI = self.vt(t, lanes), self.vt("i32" if t == "f32" else "i64", lanes)
+        self.types.add(("i32" if t == "f32" else "i64", lanes))
+        nb, sfx = lanes * ITEMSIZE[t], "ps" if t == "f32" else "pd"
+        select, splat = self._helper("select", t, lanes), self._helper("splat", t, lanes)
+        sx = f"{t}x{lanes}"
+        vector = f"""typedef {VI} dojo_nanmask_{sx};
+static inline {VI} dojo_nanmask_none_{sx}(void) {{ return ({VI}){{0}}; }}
+static inline {VI} dojo_nanor_{sx}({VI} k, {V} x) {{ return {{or}}; }}
+static inline {V} dojo_nanfix_{sx}({VI} k, {V} acc) {{ return {select}(k, {splat}(NAN), acc); }}"""
+        portable = vector.replace("{or}", "k | (x != x)")
+        if nb not in (16, 32, 64) or t not in ("f32", "f64"):
+            return self.need(name, 1, portable)
+        self.need("0immintrin", -1, IMMINTRIN)
+        m = f"__m{8 * nb}" + ("" if t == "f32" else "d")
+        if nb == 64:
+            km = "__mmask16" if t == "f32" else "__mmask8"
+            fast = f"""typedef {km} dojo_nanmask_{sx};
+static inline {km} dojo_nanmask_none_{sx}(void) {{ return ({km})-1; }}
+static inline {km} dojo_nanor_{sx}({km} k, {V} x) {{ return _mm512_mask_cmp_{sfx}_mask(k, ({m})x, ({m})x, _CMP_ORD_Q); }}
+static inline {V} dojo_nanfix_{sx}({km} k, {V} acc) {{ return ({V})_mm512_mask_mov_{sfx}(_mm512_set1_{sfx}(NAN), k, ({m})acc); }}"""
+            isa = "__AVX512F__"
+        else:
+            cmp = f"_mm256_cmp_{sfx}(({m})x, ({m})k, _CMP_UNORD_Q)" if nb == 32 else \
+                f"_mm_cmpunord_{sfx}(({m})x, ({m})k)"
+            fast = vector.replace("{or}", f"({VI}){cmp}")
+            isa = "__AVX__" if nb == 32 else "__SSE2__"
+        return self.need(name, 1, f"#if defined({isa}) && !defined(DOJO_PORTABLE)\n{fast}\n"
+                                  f"#else\n{portable}\n#endif")
 
     def _vexpf(self, lanes: int) -> str:
         """Name of the inline vector expf on f32 x lanes (``c_math``), its text registered."""

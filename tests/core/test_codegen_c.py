@@ -260,8 +260,10 @@ def test_vector_reductions_use_independent_accumulators():
     assert len(set(re.findall(r"(dojo_acc\d+) = dojo_rmax_f32x16\(dojo_acc\d+, dojo_x\d+\); "
                               r"(dojo_nan\d+) = dojo_nanor_f32x16\(\2, dojo_x\d+\);", text))) == 4
     assert "_mm512_max_ps((__m512)x, (__m512)acc)" in text
-    # below AVX-512 the mask takes one unordered compare of x with the mask itself
-    assert "return (dojo_i32x8)_mm256_cmp_ps((__m256)x, (__m256)m, _CMP_UNORD_Q);" in \
+    # one instruction a step: with AVX-512 a masked ordered compare narrows a mask register
+    # of the lanes that met no NaN; below it an unordered compare of x with the mask itself
+    assert "_mm512_mask_cmp_ps_mask(k, (__m512)x, (__m512)x, _CMP_ORD_Q)" in text
+    assert "return (dojo_i32x8)_mm256_cmp_ps((__m256)x, (__m256)k, _CMP_UNORD_Q);" in \
         generate_c(program, "x86-avx2")
     for seed in range(2):
         assert_matches_interp(program, seed=seed, opt=None)
@@ -296,23 +298,26 @@ for i in 0..N:
 
 @pytest.mark.skipif(HOST.name not in ("x86-avx512", "x86-avx2"),
                     reason="this host cannot run x86-avx2 code")
-def test_f64_max_min_reductions_keep_a_nan_through_the_unordered_compare_mask():
-    """f64 lanes take the pd compare; a NaN in the first, a middle and the scalar remainder's
-    lanes makes its row's max and min NaN, the other rows' are exact."""
+def test_f64_max_min_reductions_keep_a_nan_in_their_masks():
+    """f64 lanes take the pd compares (a mask register with AVX-512, a vector with AVX2); a
+    NaN in the first, a middle and the scalar remainder's lanes makes its row's max and min
+    NaN, and rows without one are exact."""
     program = load_source(REDUCE_F64)
-    avx2 = TARGETS["x86-avx2"]
-    text = generate_c(program, "x86-avx2")
-    assert "return (dojo_i64x4)_mm256_cmp_pd((__m256d)x, (__m256d)m, _CMP_UNORD_Q);" in text
+    assert "return (dojo_i64x4)_mm256_cmp_pd((__m256d)x, (__m256d)k, _CMP_UNORD_Q);" in \
+        generate_c(program, "x86-avx2")
+    assert "_mm512_mask_cmp_pd_mask(k, (__m512d)x, (__m512d)x, _CMP_ORD_Q)" in \
+        generate_c(program, "x86-avx512")
     inputs = random_inputs(program, 3)
     x = inputs["X"].copy()
     x[0, 0], x[1, 17], x[2, 36] = np.nan, np.nan, np.nan
     inputs["X"] = x
-    got = harness.run_c(program, inputs, target=avx2, opt=TEST_OPT)
-    assert all(np.isnan(got["m"])) and all(np.isnan(got["n"])), got
     clean = random_inputs(program, 4)
-    got = harness.run_c(program, clean, target=avx2, opt=TEST_OPT)
-    assert np.array_equal(got["m"], clean["X"].max(axis=1))
-    assert np.array_equal(got["n"], clean["X"].min(axis=1))
+    for target in {HOST.name: HOST, "x86-avx2": TARGETS["x86-avx2"]}.values():
+        got = harness.run_c(program, inputs, target=target, opt=TEST_OPT)
+        assert all(np.isnan(got["m"])) and all(np.isnan(got["n"])), (target.name, got)
+        got = harness.run_c(program, clean, target=target, opt=TEST_OPT)
+        assert np.array_equal(got["m"], clean["X"].max(axis=1)), target.name
+        assert np.array_equal(got["n"], clean["X"].min(axis=1)), target.name
 
 
 DIVIDE = kernel_text("div(N = 12, M = 40)",
