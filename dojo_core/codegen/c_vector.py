@@ -269,8 +269,8 @@ class VectorLowering(VectorHelpers):
             if nans:
                 self._helper("nanmask", T, lanes)
                 none = f"dojo_nanmask_none_{T}x{lanes}()"
-                lines.append(gen.origins.tag(f"  dojo_nanmask_{T}x{lanes} "
-                                             + ", ".join(f"{n} = {none}" for n in nans) + ";", stmt))
+                declared = ", ".join(f"{n} = {none}" for n in nans)
+                lines.append(gen.origins.tag(f"  dojo_nanmask_{T}x{lanes} {declared};", stmt))
         mid = start + (count // nacc) * nacc * lanes
         lines += run(start, mid, nacc * lanes, nacc, "  ")
         if mid < end:
