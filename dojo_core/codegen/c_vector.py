@@ -237,7 +237,6 @@ class VectorLowering(VectorHelpers):
                     acc, nan = reds[r][2][u], reds[r][3][u]
                     r += 1
                     step, x = self._helper("r" + stmt.op[:3], T, lanes), gen.fresh("x")
-                    self._helper("nanmask", T, lanes)
                     out.append(gen.origins.tag(
                         f"{{ {self.vt(T, lanes)} {x} = {code[0]}; {acc} = {step}({acc}, {x}); "
                         f"{nan} = dojo_nanor_{T}x{lanes}({nan}, {x}); }}", stmt))

@@ -194,8 +194,9 @@ class VectorHelpers:
         with AVX or SSE a vector of the lanes that met one, widened by an unordered compare
         of x with that vector (a marked lane, all ones, is a NaN, so it stays marked);
         portable C ORs in x != x."""
-        V, VI = self.vt(t, lanes), self.vt("i32" if t == "f32" else "i64", lanes)
-        self.types.add(("i32" if t == "f32" else "i64", lanes))
+        it = "i32" if ITEMSIZE[t] == 4 else "i64"
+        V, VI = self.vt(t, lanes), self.vt(it, lanes)
+        self.types.add((it, lanes))
         nb, sfx = lanes * ITEMSIZE[t], "ps" if t == "f32" else "pd"
         select, splat = self._helper("select", t, lanes), self._helper("splat", t, lanes)
         sx = f"{t}x{lanes}"
