@@ -9,6 +9,13 @@ from .c_expr import CTYPES, ITEMSIZE
 from .c_math import IMMINTRIN, vexpf_text
 
 
+def x86_names(t: str, nb: int) -> tuple:
+    """(intrinsic prefix, vector type, suffix) of x86 intrinsics on an nb-byte vector of f32
+    or f64: ("_mm256", "__m256d", "pd") for 32 bytes of f64."""
+    return ({64: "_mm512", 32: "_mm256", 16: "_mm"}[nb],
+            f"__m{8 * nb}" + ("" if t == "f32" else "d"), "ps" if t == "f32" else "pd")
+
+
 class VectorHelpers:
     """The prelude of a generated file's vector code: the types and helpers used so far."""
 
@@ -66,8 +73,7 @@ class VectorHelpers:
             # NaN, so only a NaN in a needs a masked move (AVX-512) or a blend (AVX, SSE4.1):
             # 3 instructions, not 5
             self.need("0immintrin", -1, IMMINTRIN)
-            p = {64: "_mm512", 32: "_mm256", 16: "_mm"}[nb]
-            m, sfx = f"__m{8 * nb}" + ("" if t == "f32" else "d"), "ps" if t == "f32" else "pd"
+            p, m, sfx = x86_names(t, nb)
             isa = "__AVX512F__" if nb == 64 else "__AVX512VL__"
             op = f"{p}_{kind[1:]}_{sfx}(({m})a, ({m})b)"
             blend = ""
@@ -96,8 +102,7 @@ class VectorHelpers:
             text = f"static inline {V} {name}({V} acc, {V} x) {{ return {portable}; }}"
             if t.startswith("f") and nb in (16, 32, 64):
                 self.need("0immintrin", -1, IMMINTRIN)
-                p = {64: "_mm512", 32: "_mm256", 16: "_mm"}[nb]
-                m, sfx = f"__m{8 * nb}" + ("" if t == "f32" else "d"), "ps" if t == "f32" else "pd"
+                p, m, sfx = x86_names(t, nb)
                 isa = {64: "__AVX512F__", 32: "__AVX__", 16: "__SSE2__"}[nb]
                 text = f"""static inline {V} {name}({V} acc, {V} x)
 {{
@@ -197,7 +202,7 @@ class VectorHelpers:
         it = "i32" if ITEMSIZE[t] == 4 else "i64"
         V, VI = self.vt(t, lanes), self.vt(it, lanes)
         self.types.add((it, lanes))
-        nb, sfx = lanes * ITEMSIZE[t], "ps" if t == "f32" else "pd"
+        nb = lanes * ITEMSIZE[t]
         select, splat = self._helper("select", t, lanes), self._helper("splat", t, lanes)
         sx = f"{t}x{lanes}"
         vector = f"""typedef {VI} dojo_nanmask_{sx};
@@ -208,7 +213,7 @@ static inline {V} dojo_nanfix_{sx}({VI} k, {V} acc) {{ return {select}(k, {splat
         if nb not in (16, 32, 64) or t not in ("f32", "f64"):
             return self.need(name, 1, portable)
         self.need("0immintrin", -1, IMMINTRIN)
-        m = f"__m{8 * nb}" + ("" if t == "f32" else "d")
+        _, m, sfx = x86_names(t, nb)
         if nb == 64:
             km = "__mmask16" if t == "f32" else "__mmask8"
             fast = f"""typedef {km} dojo_nanmask_{sx};
