@@ -46,8 +46,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import ir
-from ..affine import simplify, sub as difference
 from ..poly import const_value
+from ..transforms.util import one_element_box
 from .c_expr import (CTYPES, ITEMSIZE, MUL, PRIMARY, UNARY, ADD, context_type, int_tree,
                      literal, paren)
 from .c_math import IMMINTRIN, SFENCE, can_stream, stream_text
@@ -55,11 +55,6 @@ from .c_prefetch import element_prefetch, writes
 from .targets import MVEC_FUNCTIONS
 from .vector_access import coef, flat_coef, reduction_plan
 from .vector_helpers import VectorHelpers
-
-
-def _one_element(stmt: ir.Prefetch, sizes) -> bool:
-    """Whether every range of the prefetch's box holds one index."""
-    return all(const_value(simplify(difference(hi, lo)), sizes) == 1 for lo, hi in stmt.ranges)
 
 
 class _NoVector(Exception):
@@ -144,7 +139,7 @@ class VectorLowering(VectorHelpers):
                             if isinstance(s, ir.Prefetch)]
         assigns = tuple(s for s in loop.body if isinstance(s, ir.Assign))
         if not assigns or len(assigns) + len(self._prefetches) != len(loop.body) \
-                or not all(_one_element(p, sizes) for p, _ in self._prefetches):
+                or not all(one_element_box(p, sizes) for p, _ in self._prefetches):
             raise _NoVector()
         loop = replace(loop, body=assigns)
         self._written = {s.target.array for s in loop.body}

@@ -5,7 +5,8 @@ that the code generators may run the iterations in parallel, as SIMD lanes, unro
 GPU blocks and threads without changing the results:
 
 - parallelize L: no dependence carried by L (within one iteration of the loops around it).
-- vectorize L: L is innermost with a constant extent, and the only dependences it carries
+- vectorize L: L is innermost with a constant extent, any prefetch in it asks for one
+  element per iteration (the vector code asks for each cache line once), and the only dependences it carries
   are those of reductions (`+=`, `*=`, `max=`, `min=`) into elements that no other
   statement of L touches and whose value reads no element of their own array that L
   updates (exact: trisolv's `x[i] += -L[i, j] * x[j]` with j < i qualifies; a `max=`/`min=`
@@ -25,7 +26,7 @@ from .. import ir
 from ..deps import dependences, same
 from ..poly import apart_in_loop
 from .base import Transformation
-from .util import extent, find_loop, loops_around, max_extent, replace_at
+from .util import extent, find_loop, loops_around, max_extent, one_element_box, replace_at
 
 MAX_UNROLL = 64
 MAX_UNROLLED_STATEMENTS = 512
@@ -107,6 +108,12 @@ class Vectorize(_OneLoop):
         n = extent(loop, program.size_values)
         if n is None:
             return f"loop '{name}' has no constant extent"
+        wide = [s.array for s in loop.body if isinstance(s, ir.Prefetch)
+                and not one_element_box(s, program.size_values)]
+        if wide:
+            return (f"loop '{name}' prefetches more than one element of '{wide[0]}' per "
+                    "iteration, which its vector code cannot ask for (one element per "
+                    "iteration only); vectorize before prefetching")
         wrapped = _i8_names(program)
         deps = dependences(program)
         around = [l.iterator for l in loops_around(program, path)]

@@ -10,7 +10,9 @@ the top of each iteration (software prefetch).
 
 The box is the footprint's bounding box of X in one iteration of L (footprint.py: the
 offsets with the iterators inside L at their lower bounds, constant extents) with L's
-iterator replaced by iterator + 1. A prefetch computes nothing (the generated C prefetches
+iterator replaced by iterator + 1, cut to what the current iteration does not touch where
+that is a box (one dimension shifted by less than its extent: rows i..i + 2 now, i + 1..i + 3
+next, asks for row i + 3). A prefetch computes nothing (the generated C prefetches
 each cache line of the box, its indices clamped into the array: c_prefetch.py), so the step
 is always legal. It is refused where it cannot help or would break something: L bound to
 the GPU (or inside a bound loop), L vectorized (or inside a vector loop: its body must stay
@@ -79,10 +81,32 @@ def next_box(program, loop, around, decl, use_isl: bool = True, ahead: str | Non
     ranges, shifts = [], []
     for off, ext, n in zip(box.offsets, box.extent_exprs, box.extents):
         lo = simplify(substitute_index(off, step))
-        # one index: lo..lo + 1, which the printer writes as the index alone
-        ranges.append((lo, ir.BinOp("+", lo, ir.Const(1)) if n == 1 else simplify(add(lo, ext))))
+        ranges.append(_index_range(lo, n, ext))
         shifts.append(const_value(simplify(sub(lo, off)), program.size_values))
-    return tuple(ranges), tuple(box.extents), tuple(shifts)
+    ranges, extents = _new_part(ranges, list(box.extents), shifts)
+    return tuple(ranges), tuple(extents), tuple(shifts)
+
+
+def _index_range(lo, n: int, ext=None):
+    """lo..lo + n (a range of one index as lo..lo + 1, which the printer writes as lo)."""
+    if n == 1:
+        return lo, ir.BinOp("+", lo, ir.Const(1))
+    return lo, simplify(add(lo, ext if ext is not None else ir.Const(n)))
+
+
+def _new_part(ranges, extents, shifts):
+    """The ranges and extents of the part of the next box that the current box does not
+    hold, where that part is a box: one dimension shifted by s, 0 < |s| < its extent, the
+    others not at all, cut to the |s| indices the shift brings in (the pipelined softmax
+    reads rows i and i - 1 in one loop: the next row is i + 1 alone). Otherwise unchanged."""
+    moved = [d for d, s in enumerate(shifts) if s != 0]
+    if None in shifts or len(moved) != 1 or not 0 < abs(shifts[moved[0]]) < extents[moved[0]]:
+        return ranges, extents
+    d, s = moved[0], shifts[moved[0]]
+    lo, hi = ranges[d]
+    start = simplify(sub(hi, ir.Const(s))) if s > 0 else lo
+    ranges[d], extents[d] = _index_range(start, abs(s)), abs(s)
+    return ranges, extents
 
 
 def continues(extents, shifts, dims) -> bool:

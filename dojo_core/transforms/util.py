@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from .. import ir
-from ..affine import simplify, substitute_index
+from ..affine import simplify, sub, substitute_index
 from ..poly import const_value
 from ..printer import statement_number, statement_ref
 
@@ -247,6 +247,12 @@ def extent(loop, sizes):
     if lo is None or hi is None:
         return None
     return max(0, hi - lo)
+
+
+def one_element_box(stmt: ir.Prefetch, sizes) -> bool:
+    """Whether every range of the prefetch's box holds one index (the box a vector loop's
+    code can ask for: one element per iteration)."""
+    return all(const_value(simplify(sub(hi, lo)), sizes) == 1 for lo, hi in stmt.ranges)
 
 
 def max_extent(loop, sizes):

@@ -369,6 +369,36 @@ def test_ahead_goes_into_a_vector_loop_when_its_box_is_one_element():
     assert_same_outputs(parse(ROWS), p)
 
 
+DIFFS = kernel_text("diffs(N = 6, M = 64)", "in X: f32[N, M]; out Y: f32[N, M]", """\
+for i in 1..N:
+  for k in 0..M:
+    Y[i, k] = X[i, k] - X[i - 1, k]
+""")
+
+
+def test_ahead_asks_only_for_the_rows_the_current_iteration_does_not_read():
+    """Rows i and i - 1 are read at k; in the next iteration of i, rows i + 1 and i: row i
+    is being read already, so the box is row i + 1 alone, one element, and the loop can
+    still be vectorized (the pipelined softmax's fused loop reads two rows like this)."""
+    p = applied(DIFFS, "prefetch X at k ahead i", "vectorize k")
+    assert "  for k in 0..M vector:\n    prefetch X[i + 1, k]\n" in print_program(p)
+    assert "__builtin_prefetch(&X[(dojo_clamp(i + 1, 6)) * 64 + dojo_clamp(k, 64)], 0, 3);" \
+        in generate_c(p, "x86-avx2")
+    assert_same_outputs(parse(DIFFS), p)
+
+
+def test_an_overlapping_next_box_is_cut_to_its_new_rows():
+    """Rows i..i + 2 at i, rows i + 1..i + 3 next: only row i + 3 is new."""
+    window = kernel_text("window(N = 8, M = 32)", "in X: f32[N, M]; out Y: f32[N, M]", """\
+for i in 0..N - 2:
+  for k in 0..M:
+    Y[i, k] = X[i, k] + X[i + 1, k] + X[i + 2, k]
+""")
+    p = applied(window, "prefetch X at i")
+    assert "  prefetch X[i + 3, 0..M]\n" in print_program(p)
+    assert_same_outputs(parse(window), p)
+
+
 PAIRS = kernel_text("pairs(N = 6, M = 48)", "in X: f32[N, M]; out Y: f32[N, M]", """\
 for i in 0..N:
   for k in 0..M - 1:
@@ -381,6 +411,8 @@ for i in 0..N:
     (applied(PAIRS, "vectorize k"), "prefetch X at k ahead i",
      "loop 'k' is a vector loop or inside one"),
     (ROWS_AHEAD, "prefetch X at k ahead i", "loop 'k' already prefetches 'X'"),
+    (applied(PAIRS, "prefetch X at k ahead i"), "vectorize k",
+     "loop 'k' prefetches more than one element of 'X' per iteration"),
 ])
 def test_refusals_ahead(program, step, reason):
     program = parse(program) if isinstance(program, str) else program
