@@ -6,11 +6,12 @@ GPU blocks and threads without changing the results:
 
 - parallelize L: no dependence carried by L (within one iteration of the loops around it).
 - vectorize L: L is innermost with a constant extent, any prefetch in it asks for one
-  element per iteration (the vector code asks for each cache line once), and the only dependences it carries
-  are those of reductions (`+=`, `*=`, `max=`, `min=`) into elements that no other
-  statement of L touches and whose value reads no element of their own array that L
-  updates (exact: trisolv's `x[i] += -L[i, j] * x[j]` with j < i qualifies; a `max=`/`min=`
-  into an i8 element only with a plain i8 element as its value: updates wrap modulo 256).
+  element per iteration (the vector code asks for each cache line once), and the only
+  dependences it carries are those of reductions (`+=`, `*=`, `max=`, `min=`) into
+  elements that no other statement of L touches and whose value reads no element of
+  their own array that L updates (exact: trisolv's `x[i] += -L[i, j] * x[j]` with j < i
+  qualifies; a `max=`/`min=` into an i8 element only with a plain i8 element as its
+  value: updates wrap modulo 256).
 - unroll L: a constant extent of at most 64, and at most 512 statements in the code once L
   and the unrolled loops around and inside it are copied out (compile time and code size
   grow with the copies, never the speed of a loop that is not a register tile).

@@ -10,8 +10,8 @@ the top of each iteration (software prefetch).
 
 The box is the footprint's bounding box of X in one iteration of L (footprint.py: the
 offsets with the iterators inside L at their lower bounds, constant extents) with L's
-iterator replaced by iterator + 1, cut to what the current iteration does not touch where
-that is a box (one dimension shifted by less than its extent: rows i..i + 2 now, i + 1..i + 3
+iterator replaced by iterator + 1, cut to what the current iteration's box does not hold
+where that is a box (one dimension shifted by less than its extent: rows i..i + 2 now, i + 1..i + 3
 next, asks for row i + 3). A prefetch computes nothing (the generated C prefetches
 each cache line of the box, its indices clamped into the array: c_prefetch.py), so the step
 is always legal. It is refused where it cannot help or would break something: L bound to
