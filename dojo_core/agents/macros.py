@@ -10,6 +10,9 @@ Ansor / MetaSchedule sketches use):
 * ``unit stride L``: in the nests of loop L whose innermost loop strides, bubble the loop
   that every access walks with stride 1 innermost and vectorize it (``strides.py``).
 * ``parallelize outer``: parallelize every outermost loop that can be.
+* ``vectorize inner + prefetch A at P ahead L``: the same after a prefetch of the next row
+  where the prefetch candidates offer one (a row loop whose passes restart the hardware
+  prefetchers' stream at each row: layernorm's three passes over a 4 KiB row, a page).
 * ``vectorize varying xK``: cut the innermost loops whose trip count varies (triangular
   solvers) into blocks of K vectors and a scalar tail, rfactor their reductions, and
   vectorize the blocks (``varying.py``).
@@ -51,6 +54,7 @@ Ansor / MetaSchedule sketches use):
 from __future__ import annotations
 
 from ..transforms.base import NotApplicable
+from ..transforms.prefetch import PREFETCH
 from .moves import (Builder, Move, distribute_steps, finish, parallelize_outer_steps,
                     vectorize_inner_steps)
 from .blocking import cache_block_moves
@@ -80,6 +84,7 @@ def macro_moves(program, tile=True, target=None, threads=None) -> list:
         finish(b)
         if b.steps and len(b.steps) > 1:
             moves.append(Move("vectorize inner + parallelize outer", tuple(b.steps)))
+    moves.extend(row_prefetch_moves(program, threads))
     moves.extend(unit_stride_moves(program))
     moves.extend(varying_extent_moves(program, target))
     moves.extend(time_tile_moves(program, target))
@@ -94,6 +99,27 @@ def macro_moves(program, tile=True, target=None, threads=None) -> list:
     return moves
 
 
+def row_prefetch_moves(program, threads=None) -> list:
+    """``vectorize inner`` (+ ``parallelize outer`` for more than one thread) after one
+    prefetch of the next row (``prefetch A at P ahead L``) as the prefetch candidates offer
+    it: a pass P over a row that restarts the hardware prefetchers' stream at each row
+    (several passes over the row, or rows apart). A move per candidate: which pass asks
+    for the next row best is for the measurements to say."""
+    moves = []
+    for params in PREFETCH.candidates(program):
+        if params[2] is None:
+            continue
+        b = Builder(program)
+        step = PREFETCH.format(params)
+        if not b.maybe(step):
+            continue
+        finish(b, parallelize=threads != 1)
+        if len(b.steps) > 1:
+            label = "vectorize inner" + (" + parallelize outer" if threads != 1 else "")
+            moves.append(Move(f"{label} + {step}", tuple(b.steps)))
+    return moves
+
+
 __all__ = ["Move", "distribute_steps", "last_dim_layout", "macro_moves",
-           "parallelize_outer_steps", "tile_moves", "tile_sizes", "unit_stride_moves",
+           "parallelize_outer_steps", "row_prefetch_moves", "tile_moves", "tile_sizes", "unit_stride_moves",
            "vectorize_inner_steps"]

@@ -9,7 +9,7 @@ import pytest
 
 from dojo_core import interp
 from dojo_core.agents.macros import (last_dim_layout, distribute_steps, macro_moves,
-                                     tile_moves, vectorize_inner_steps)
+                                     row_prefetch_moves, tile_moves, vectorize_inner_steps)
 from dojo_core.kernels import load_kernel, random_inputs
 from dojo_core.parser import parse
 from dojo_core.printer import print_program
@@ -151,6 +151,27 @@ def test_one_thread_macros_do_not_parallelize():
     assert "parallelize outer" in extra and all("parallelize" in label for label in extra)
     assert any(s.startswith("parallelize") for m in macro_moves(program, target=WIDE)
                if m.label.startswith("tile") for s in m.steps)
+
+
+def test_row_kernels_get_vectorize_inner_after_a_prefetch_of_the_next_row():
+    """Layernorm's three passes over a row restart the hardware stream at each row: a move
+    per pass that can ask for the next row (the middle one is layernorm.steps), the rest
+    of the move being vectorize inner (+ parallelize outer with threads); a GEMM, whose
+    streams continue across rows, and a one-pass kernel get none."""
+    program = load_kernel("layernorm", {"N": 8, "M": 64})
+    moves = {m.label: m.steps for m in row_prefetch_moves(program, threads=2)}
+    assert list(moves) == [f"vectorize inner + parallelize outer + prefetch X at {p} ahead i"
+                           for p in "jkl"]
+    at_k = moves["vectorize inner + parallelize outer + prefetch X at k ahead i"]
+    assert at_k == ("prefetch X at k ahead i", "vectorize j", "vectorize k", "vectorize l",
+                    "parallelize i")
+    single = row_prefetch_moves(program, threads=1)
+    assert [m.label for m in single][1] == "vectorize inner + prefetch X at k ahead i"
+    assert not any(s.startswith("parallelize") for m in single for s in m.steps)
+    assert row_prefetch_moves(load_kernel("matmul", {"N": 8, "M": 8, "K": 8})) == []
+    assert row_prefetch_moves(load_kernel("relu")) == []
+    assert "  for k in 0..M vector:\n    prefetch X[i + 1, k]\n" in print_program(
+        replay(program, list(at_k)))
 
 
 def test_tile_all_tiles_every_gemm_of_a_chain():
