@@ -121,5 +121,5 @@ def row_prefetch_moves(program, threads=None) -> list:
 
 
 __all__ = ["Move", "distribute_steps", "last_dim_layout", "macro_moves",
-           "parallelize_outer_steps", "row_prefetch_moves", "tile_moves", "tile_sizes", "unit_stride_moves",
-           "vectorize_inner_steps"]
+           "parallelize_outer_steps", "row_prefetch_moves", "tile_moves", "tile_sizes",
+           "unit_stride_moves", "vectorize_inner_steps"]
