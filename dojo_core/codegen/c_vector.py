@@ -32,7 +32,8 @@ last-level cache (``c_math.streamable_arrays``); x86 max/min reductions use the
 instructions with a NaN fix-up (a masked move with AVX-512, a blend with AVX or SSE4.1).
 A ``prefetch`` of a one-element box in the loop's body (``prefetch X at k ahead i``) asks
 for the line of that element at each vector iteration that starts a cache line
-(``_prefetch_lines``); a larger box falls back.
+(``_prefetch_lines``); a larger box (in IR written by hand: ``vectorize`` refuses it)
+falls back.
 Measured on Zen 5 (softmax 4096 x 1024, one thread, best repetitions): the inline exp, 4
 accumulators and the reciprocal took the ``.steps`` schedule from 11-12 GB/s (libmvec, one
 accumulator, division) to about 24 GB/s; with libmvec instead of the inline exp it is 12-15

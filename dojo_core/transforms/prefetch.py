@@ -65,9 +65,10 @@ MAX_PREFETCH_ELEMENTS = 1024
 def next_box(program, loop, around, decl, use_isl: bool = True, ahead: str | None = None):
     """The box (((lo, hi), ...) per dimension, affine) of ``decl``'s array that the next
     iteration of ``loop`` touches (with ``ahead``, the name of a loop around it: the same
-    iteration of ``loop`` in the next iteration of that loop), its extents, and its
-    per-dimension shift from the current iteration's box (ints, None where not constant);
-    or the reason there is none."""
+    iteration of ``loop`` in the next iteration of that loop), cut to the part the current
+    iteration's box does not hold (``_new_part``), its extents, and the per-dimension
+    shift of the whole next box from the current one (ints, None where not constant); or
+    the reason there is none."""
     refs = fp.loop_refs(program, loop.iterator, decl.name, include_loop=False)
     if not refs:
         return f"'{decl.name}' is not accessed inside loop '{loop.iterator}'"
