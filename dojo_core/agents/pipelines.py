@@ -40,13 +40,14 @@ def pipeline_moves(program, threads=None) -> list:
     """A move per (loop, cut, cache-written array or none) that pipelines and fuses."""
     moves = []
     sizes = program.size_values
+    ahead_of = [params for params in PREFETCH.candidates(program) if params[2] is not None]
     for loop in ir.loops(program):
         passes = [s for s in loop.body if isinstance(s, ir.Loop)]
         n = extent(loop, sizes)
         if loop.annotations or len(passes) < 2 or n is None or n < 2:
             continue
         for k, cut in enumerate(passes[1:], 1):
-            ahead = _next_row_prefetches(program, loop.iterator, passes[:k])
+            ahead = _next_row_prefetches(ahead_of, loop.iterator, passes[:k])
             for array in (None, *_cache_writable(loop, cut)):
                 for prefetches in ((), ahead) if ahead else ((),):
                     move = _pipelined(program, loop.iterator, n, cut.iterator, array, threads,
@@ -56,18 +57,18 @@ def pipeline_moves(program, threads=None) -> list:
     return moves
 
 
-def _next_row_prefetches(program, name: str, first_stage) -> tuple:
+def _next_row_prefetches(ahead_of, name: str, first_stage) -> tuple:
     """``prefetch A at P ahead L`` for each array A whose next row the prefetch candidates
-    offer at a pass P of the first stage (the first such pass per array). Pipelined, the
-    first stage is the one on the newest row: its passes are where the next row can be
-    asked for (a prefetch in the delayed stage would ask for the row the first stage
-    reads in the same iteration)."""
+    (``ahead_of``: their (array, pass, L) of the ahead form) offer at a pass P of the first
+    stage, the first such pass per array. Pipelined, the first stage is the one on the
+    newest row: its passes are where the next row can be asked for (a prefetch in the
+    delayed stage would ask for the row the first stage reads in the same iteration)."""
     steps, asked = [], set()
     for p in first_stage:
-        for decl in program.arrays:
-            if decl.name not in asked and PREFETCH.offered(program, decl.name, p.iterator, name):
-                asked.add(decl.name)
-                steps.append(f"prefetch {decl.name} at {p.iterator} ahead {name}")
+        for params in ahead_of:
+            if params[1:] == (p.iterator, name) and params[0] not in asked:
+                asked.add(params[0])
+                steps.append(PREFETCH.format(params))
     return tuple(steps)
 
 
